@@ -1,0 +1,56 @@
+"""The `evaluate` JSON document of SPEC section 8."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from exporter.engine import Evaluation, ServiceVerdict
+
+
+def service_document(verdict: ServiceVerdict) -> dict[str, Any]:
+    nearest = verdict.nearest_feasible
+    return {
+        "namespace": verdict.service.namespace,
+        "name": verdict.service.name,
+        "address_type": verdict.address_type,
+        "mechanism": str(verdict.mechanism),
+        "ready_endpoints": verdict.ready_endpoints,
+        "expected_state": str(verdict.expected_state),
+        "reason": str(verdict.reason) if verdict.reason is not None else None,
+        "zones": {
+            zone: {
+                "minimum": zone_verdict.minimum,
+                "maximum": zone_verdict.maximum,
+                "desired": zone_verdict.desired,
+                "hinted": zone_verdict.hinted,
+                "load_factor": zone_verdict.load_factor,
+                "endpoints": verdict.located.get(zone, 0),
+                "cpu_ratio": zone_verdict.ratio,
+            }
+            for zone, zone_verdict in verdict.zones.items()
+        },
+        "hint_completeness": verdict.hint_completeness,
+        "proxy_mode_by_zone": {zone: str(mode) for zone, mode in verdict.proxy.by_zone.items()},
+        "proxy_same_node": list(verdict.proxy.same_node),
+        "nearest_feasible_endpoints": (
+            {"below": nearest.below, "above": nearest.above} if nearest is not None else None
+        ),
+        "config_issues": sorted(str(issue) for issue in verdict.config_issues),
+        "drift": sorted(str(kind) for kind in verdict.drift),
+    }
+
+
+def evaluation_document(evaluation: Evaluation) -> dict[str, Any]:
+    capacity = evaluation.capacity
+    return {
+        "cluster": {
+            "sufficient_node_info": capacity.sufficient,
+            "zone_cpu_ratio": dict(capacity.zone_ratios),
+            "insufficient_nodes": list(capacity.insufficient_nodes),
+            "node_problems": [
+                {"node": problem.node, "missing": str(problem.missing)}
+                for problem in capacity.problems
+            ],
+        },
+        "services": [service_document(verdict) for verdict in evaluation.services],
+    }

@@ -1,0 +1,51 @@
+"""The pure engine: what the EndpointSlice controller and kube-proxy do with topology hints.
+
+Plain functions over immutable data: no I/O, no clock, no logging, no globals, and no
+import of `kubernetes` or `prometheus_client` (a test enforces it).
+"""
+
+from exporter.engine.allocation import Allocation, NearestFeasible, allocate, nearest_feasible
+from exporter.engine.capacity import ClusterCapacity, MissingInfo, NodeProblem, cluster_capacity
+from exporter.engine.evaluate import (
+    Evaluation,
+    ExpectedState,
+    ServiceVerdict,
+    ZoneVerdict,
+    evaluate,
+    evaluate_service,
+)
+from exporter.engine.health import DriftKind
+from exporter.engine.kubeproxy import ProxyMode, ProxyView, ReadyNodes
+from exporter.engine.mechanism import ConfigIssue, Mechanism, config_issues, mechanism_of
+from exporter.engine.model import Endpoint, EndpointSlice, Node, Service
+from exporter.engine.reasons import DisableReason
+
+__all__ = [
+    "Allocation",
+    "ClusterCapacity",
+    "ConfigIssue",
+    "DisableReason",
+    "DriftKind",
+    "Endpoint",
+    "EndpointSlice",
+    "Evaluation",
+    "ExpectedState",
+    "Mechanism",
+    "MissingInfo",
+    "NearestFeasible",
+    "Node",
+    "NodeProblem",
+    "ProxyMode",
+    "ProxyView",
+    "ReadyNodes",
+    "Service",
+    "ServiceVerdict",
+    "ZoneVerdict",
+    "allocate",
+    "cluster_capacity",
+    "config_issues",
+    "evaluate",
+    "evaluate_service",
+    "mechanism_of",
+    "nearest_feasible",
+]

@@ -1,0 +1,109 @@
+"""SPEC section 3: the controller's hint allocation for `auto` Services.
+
+The arithmetic is float64 in the controller's order on purpose: exact arithmetic
+gives different ceilings at boundaries (ratios 0.4/0.6 with N = 3).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from exporter.engine.capacity import ClusterCapacity
+from exporter.engine.reasons import DisableReason
+
+OVERLOAD_THRESHOLD = 0.2
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    minimum: int
+    desired: float
+    maximum: int
+
+
+@dataclass(frozen=True, slots=True)
+class AllocationResult:
+    reason: DisableReason | None
+    # Per zone; empty when refused.
+    allocations: Mapping[str, Allocation]
+
+    @property
+    def enabled(self) -> bool:
+        return self.reason is None
+
+
+@dataclass(frozen=True, slots=True)
+class NearestFeasible:
+    below: int | None
+    above: int | None
+
+
+def zone_minimum(ratio: float, endpoints: int) -> int:
+    desired = ratio * float(endpoints)
+    return math.ceil(desired * (1 / (1 + OVERLOAD_THRESHOLD)))
+
+
+def refusal_reason(capacity: ClusterCapacity, endpoints: int) -> DisableReason | None:
+    """Checks 1 to 4: those that depend only on the zone ratios and the endpoint count."""
+    if not capacity.sufficient:
+        return DisableReason.INSUFFICIENT_NODE_INFO
+    ratios = capacity.zone_ratios
+    if len(ratios) < 2:
+        return DisableReason.NODES_READY_IN_ONE_ZONE_ONLY
+    if len(ratios) > endpoints:
+        return DisableReason.INSUFFICIENT_NUMBER_OF_ENDPOINTS
+    minimums = sum(zone_minimum(ratio, endpoints) for ratio in ratios.values())
+    if minimums > endpoints:
+        return DisableReason.MIN_ALLOCATION_EXCEEDS_OVERLOAD_THRESHOLD
+    return None
+
+
+def allocate(
+    capacity: ClusterCapacity, endpoints: int, *, every_endpoint_has_zone: bool
+) -> AllocationResult:
+    """The full verdict, with check 5 (a ready endpoint without a zone) last."""
+    reason = refusal_reason(capacity, endpoints)
+    if reason is None and not every_endpoint_has_zone:
+        reason = DisableReason.NO_ZONE_SPECIFIED
+    if reason is not None:
+        return AllocationResult(reason, MappingProxyType({}))
+    minimums = {
+        zone: zone_minimum(ratio, endpoints) for zone, ratio in capacity.zone_ratios.items()
+    }
+    spare = endpoints - sum(minimums.values())
+    allocations = {
+        zone: Allocation(
+            minimum=minimum,
+            desired=max(ratio * float(endpoints), float(minimum)),
+            maximum=minimum + spare,
+        )
+        for (zone, ratio), minimum in zip(
+            capacity.zone_ratios.items(), minimums.values(), strict=True
+        )
+    }
+    return AllocationResult(None, MappingProxyType(allocations))
+
+
+def nearest_feasible(capacity: ClusterCapacity, endpoints: int) -> NearestFeasible:
+    """The closest endpoint counts, below and above today's, that would enable hints.
+
+    Feasibility is not monotonic (3 equal zones: 7 works, 8 does not, 9 does), so this
+    searches rather than solves; above is bounded at 10N + 10.
+    """
+    if not capacity.sufficient:
+        return NearestFeasible(None, None)
+    below = next(
+        (n for n in range(endpoints - 1, 0, -1) if refusal_reason(capacity, n) is None), None
+    )
+    above = next(
+        (
+            n
+            for n in range(endpoints + 1, 10 * endpoints + 11)
+            if refusal_reason(capacity, n) is None
+        ),
+        None,
+    )
+    return NearestFeasible(below, above)

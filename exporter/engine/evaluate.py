@@ -1,0 +1,211 @@
+"""The engine's entry point: a verdict per (Service, address type) from a cluster snapshot."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from types import MappingProxyType
+
+from exporter.engine.allocation import NearestFeasible, allocate, nearest_feasible
+from exporter.engine.capacity import ClusterCapacity, cluster_capacity
+from exporter.engine.health import DriftKind, drift_kinds, hint_completeness, load_factor
+from exporter.engine.kubeproxy import ProxyView, ReadyNodes, proxy_view
+from exporter.engine.mechanism import ConfigIssue, Mechanism, config_issues, mechanism_of
+from exporter.engine.model import Endpoint, EndpointSlice, Node, Service
+from exporter.engine.reasons import DisableReason
+
+
+class ExpectedState(StrEnum):
+    ENABLED = "enabled"
+    DISABLED = "disabled"
+    NOT_APPLICABLE = "not-applicable"
+
+
+@dataclass(frozen=True, slots=True)
+class ZoneVerdict:
+    ratio: float | None
+    # Set only for `auto` when enabled.
+    minimum: int | None
+    desired: float | None
+    maximum: int | None
+    # Counted endpoints hinted for this zone.
+    hinted: int
+    load_factor: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceVerdict:
+    service: Service
+    address_type: str
+    mechanism: Mechanism
+    expected_state: ExpectedState
+    reason: DisableReason | None
+    # N: ready endpoints in controller-managed slices.
+    ready_endpoints: int
+    # Of those, how many carry at least one zone hint.
+    hinted_endpoints: int
+    # Zones of the cluster's ratios plus zones named by hints of counted endpoints.
+    zones: Mapping[str, ZoneVerdict]
+    # Counted endpoints per zone they run in (endpoints without a zone are not here).
+    located: Mapping[str, int]
+    hint_completeness: float | None
+    proxy: ProxyView
+    nearest_feasible: NearestFeasible | None
+    config_issues: frozenset[ConfigIssue]
+    drift: frozenset[DriftKind]
+    # Any endpoint of these slices carries a zone or node hint, ready or not.
+    carries_hints: bool
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.service.namespace, self.service.name, self.address_type)
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    capacity: ClusterCapacity
+    nodes: ReadyNodes
+    # Sorted by namespace, name, address type.
+    services: tuple[ServiceVerdict, ...]
+
+
+def ready_nodes(nodes: Iterable[Node]) -> ReadyNodes:
+    return ReadyNodes.from_pairs((node.name, node.zone or "") for node in nodes if node.ready)
+
+
+def counted_endpoints(slices: Iterable[EndpointSlice]) -> list[Endpoint]:
+    """The controller's N: explicitly ready endpoints of the slices it manages."""
+    return [
+        endpoint
+        for endpoint_slice in slices
+        if endpoint_slice.managed
+        for endpoint in endpoint_slice.endpoints
+        if endpoint.ready is True
+    ]
+
+
+def expected_state(mechanism: Mechanism, reason: DisableReason | None) -> ExpectedState:
+    if mechanism is Mechanism.NONE:
+        return ExpectedState.NOT_APPLICABLE
+    if reason is not None:
+        return ExpectedState.DISABLED
+    return ExpectedState.ENABLED
+
+
+def evaluate_address_type(
+    service: Service,
+    address_type: str,
+    slices: Sequence[EndpointSlice],
+    capacity: ClusterCapacity,
+    nodes: ReadyNodes,
+) -> ServiceVerdict:
+    """One Service's verdict for the slices of one address type, in List order."""
+    mechanism = mechanism_of(service)
+    counted = counted_endpoints(slices)
+    ready = len(counted)
+    hinted_by_zone: Counter[str] = Counter()
+    for endpoint in counted:
+        hinted_by_zone.update(set(endpoint.zone_hints))
+    located = Counter(endpoint.zone for endpoint in counted if endpoint.zone)
+
+    reason: DisableReason | None = None
+    allocations = {}
+    if mechanism is Mechanism.AUTO:
+        result = allocate(
+            capacity,
+            ready,
+            every_endpoint_has_zone=all(endpoint.zone for endpoint in counted),
+        )
+        reason, allocations = result.reason, dict(result.allocations)
+    state = expected_state(mechanism, reason)
+
+    zone_names = set(capacity.zone_ratios) | {zone for zone in hinted_by_zone if zone}
+    zones = {}
+    for zone in sorted(zone_names):
+        ratio = capacity.zone_ratios.get(zone)
+        allocation = allocations.get(zone)
+        zones[zone] = ZoneVerdict(
+            ratio=ratio,
+            minimum=allocation.minimum if allocation else None,
+            desired=allocation.desired if allocation else None,
+            maximum=allocation.maximum if allocation else None,
+            hinted=hinted_by_zone[zone],
+            load_factor=load_factor(ratio, ready, hinted_by_zone[zone]),
+        )
+    hinted = sum(1 for endpoint in counted if endpoint.zone_hints)
+    return ServiceVerdict(
+        service=service,
+        address_type=address_type,
+        mechanism=mechanism,
+        expected_state=state,
+        reason=reason,
+        ready_endpoints=ready,
+        hinted_endpoints=hinted,
+        zones=MappingProxyType(zones),
+        located=MappingProxyType(dict(sorted(located.items()))),
+        hint_completeness=hint_completeness(ready, hinted),
+        proxy=proxy_view(service, address_type, slices, nodes),
+        nearest_feasible=(
+            nearest_feasible(capacity, ready) if mechanism is Mechanism.AUTO else None
+        ),
+        config_issues=config_issues(service),
+        drift=drift_kinds(
+            mechanism,
+            hints_expected=state is ExpectedState.ENABLED,
+            counted=counted,
+            allocations=allocations,
+            hinted_by_zone=hinted_by_zone,
+        ),
+        carries_hints=any(
+            endpoint.zone_hints or endpoint.node_hints
+            for endpoint_slice in slices
+            for endpoint in endpoint_slice.endpoints
+        ),
+    )
+
+
+def evaluate_service(
+    service: Service,
+    slices: Sequence[EndpointSlice],
+    capacity: ClusterCapacity,
+    nodes: ReadyNodes,
+) -> tuple[ServiceVerdict, ...]:
+    """One verdict per address type among the Service's slices, sorted by address type."""
+    by_type: dict[str, list[EndpointSlice]] = {}
+    for endpoint_slice in slices:
+        by_type.setdefault(endpoint_slice.address_type, []).append(endpoint_slice)
+    return tuple(
+        evaluate_address_type(service, address_type, typed, capacity, nodes)
+        for address_type, typed in sorted(by_type.items())
+    )
+
+
+def slices_by_service(
+    slices: Iterable[EndpointSlice],
+) -> dict[tuple[str, str], list[EndpointSlice]]:
+    grouped: dict[tuple[str, str], list[EndpointSlice]] = {}
+    for endpoint_slice in slices:
+        if endpoint_slice.service_name is not None:
+            key = (endpoint_slice.namespace, endpoint_slice.service_name)
+            grouped.setdefault(key, []).append(endpoint_slice)
+    return grouped
+
+
+def evaluate(
+    nodes: Iterable[Node], services: Iterable[Service], slices: Iterable[EndpointSlice]
+) -> Evaluation:
+    """Every Service with EndpointSlices gets a verdict; slices of unknown Services are ignored."""
+    node_list = tuple(nodes)
+    capacity = cluster_capacity(node_list)
+    ready = ready_nodes(node_list)
+    grouped = slices_by_service(slices)
+    verdicts = [
+        verdict
+        for service in services
+        if service.key in grouped
+        for verdict in evaluate_service(service, grouped[service.key], capacity, ready)
+    ]
+    verdicts.sort(key=lambda verdict: verdict.key)
+    return Evaluation(capacity=capacity, nodes=ready, services=tuple(verdicts))

@@ -1,0 +1,60 @@
+"""SPEC section 6: figures that tell whether the hints in place are healthy."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from enum import StrEnum
+
+from exporter.engine.allocation import Allocation
+from exporter.engine.mechanism import Mechanism
+from exporter.engine.model import Endpoint
+
+
+class DriftKind(StrEnum):
+    HINTS_MISSING = "hints-missing"
+    UNEXPECTED_HINTS = "unexpected-hints"
+    ZONE_OUT_OF_RANGE = "zone-out-of-range"
+
+
+def hint_completeness(ready: int, hinted: int) -> float | None:
+    """Strictly between 0 and 1 means kube-proxy ignores every hint of the Service."""
+    if ready == 0:
+        return None
+    return hinted / ready
+
+
+def load_factor(ratio: float | None, ready: int, hinted_for_zone: int) -> float | None:
+    """Traffic one endpoint hinted for the zone gets, relative to its fair share."""
+    if ratio is None or hinted_for_zone == 0:
+        return None
+    return ratio * ready / hinted_for_zone
+
+
+def drift_kinds(
+    mechanism: Mechanism,
+    *,
+    hints_expected: bool,
+    counted: Collection[Endpoint],
+    allocations: Mapping[str, Allocation],
+    hinted_by_zone: Mapping[str, int],
+) -> frozenset[DriftKind]:
+    """How observed hints disagree with the expected result (the controller may just lag)."""
+    kinds: set[DriftKind] = set()
+    if mechanism is Mechanism.AUTO and hints_expected:
+        if any(not endpoint.zone_hints for endpoint in counted):
+            kinds.add(DriftKind.HINTS_MISSING)
+        if any(
+            not allocation.minimum <= hinted_by_zone.get(zone, 0) <= allocation.maximum
+            for zone, allocation in allocations.items()
+        ):
+            kinds.add(DriftKind.ZONE_OUT_OF_RANGE)
+    elif mechanism is Mechanism.TRAFFIC_DISTRIBUTION:
+        if any(
+            endpoint.zone is not None and endpoint.zone not in endpoint.zone_hints
+            for endpoint in counted
+        ):
+            kinds.add(DriftKind.HINTS_MISSING)
+    elif any(endpoint.zone_hints for endpoint in counted):
+        # auto refused, or no mechanism at all: the controller removes every hint.
+        kinds.add(DriftKind.UNEXPECTED_HINTS)
+    return frozenset(kinds)

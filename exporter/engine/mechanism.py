@@ -1,0 +1,95 @@
+"""SPEC section 1: which hint mechanism applies to a Service, and its configuration mistakes."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from exporter.engine.model import Service
+
+
+class Mechanism(StrEnum):
+    AUTO = "auto"
+    TRAFFIC_DISTRIBUTION = "traffic-distribution"
+    NONE = "none"
+
+
+class ConfigIssue(StrEnum):
+    ANNOTATION_SHADOWS_TRAFFIC_DISTRIBUTION = "annotation-shadows-traffic-distribution"
+    DEPRECATED_ANNOTATION_SHADOWS_TOPOLOGY_MODE = "deprecated-annotation-shadows-topology-mode"
+    UNKNOWN_ANNOTATION_VALUE = "unknown-annotation-value"
+    UNKNOWN_TRAFFIC_DISTRIBUTION = "unknown-traffic-distribution"
+    LOCAL_TRAFFIC_POLICY_WITH_HINTS = "local-traffic-policy-with-hints"
+
+    @property
+    def fix(self) -> str:
+        """What the operator should change."""
+        return _FIXES[self]
+
+
+_FIXES = {
+    ConfigIssue.ANNOTATION_SHADOWS_TRAFFIC_DISTRIBUTION: (
+        "the topology annotation wins and spec.trafficDistribution is ignored: remove the "
+        "annotation to use trafficDistribution, or unset the field"
+    ),
+    ConfigIssue.DEPRECATED_ANNOTATION_SHADOWS_TOPOLOGY_MODE: (
+        "service.kubernetes.io/topology-aware-hints is read first and topology-mode is ignored: "
+        "remove the deprecated annotation"
+    ),
+    ConfigIssue.UNKNOWN_ANNOTATION_VALUE: (
+        "the controller only understands Auto/auto (on) and Disabled (off): fix the value"
+    ),
+    ConfigIssue.UNKNOWN_TRAFFIC_DISTRIBUTION: (
+        "use PreferClose, PreferSameZone or PreferSameNode: any other value is ignored"
+    ),
+    ConfigIssue.LOCAL_TRAFFIC_POLICY_WITH_HINTS: (
+        "internalTrafficPolicy: Local keeps in-cluster traffic on the node, so hints do not "
+        "apply to it: drop one of the two"
+    ),
+}
+
+ANNOTATION_ON_VALUES = frozenset({"Auto", "auto"})
+KNOWN_ANNOTATION_VALUES = ANNOTATION_ON_VALUES | {"Disabled", "disabled"}
+# PreferSameZone and PreferSameNode need the PreferSameTrafficDistribution gate, on by
+# default since 1.33 and locked on since 1.35: we take it as on.
+VALID_TRAFFIC_DISTRIBUTIONS = frozenset({"PreferClose", "PreferSameZone", "PreferSameNode"})
+
+
+def deciding_annotation(service: Service) -> str | None:
+    """The deprecated annotation, when present, decides alone; topology-mode is not read."""
+    if service.deprecated_hints_annotation is not None:
+        return service.deprecated_hints_annotation
+    return service.topology_mode_annotation
+
+
+def annotation_on(service: Service) -> bool:
+    return deciding_annotation(service) in ANNOTATION_ON_VALUES
+
+
+def mechanism_of(service: Service) -> Mechanism:
+    if annotation_on(service):
+        return Mechanism.AUTO
+    if service.traffic_distribution in VALID_TRAFFIC_DISTRIBUTIONS:
+        return Mechanism.TRAFFIC_DISTRIBUTION
+    return Mechanism.NONE
+
+
+def config_issues(service: Service) -> frozenset[ConfigIssue]:
+    issues: set[ConfigIssue] = set()
+    if annotation_on(service) and service.traffic_distribution is not None:
+        issues.add(ConfigIssue.ANNOTATION_SHADOWS_TRAFFIC_DISTRIBUTION)
+    if (
+        service.deprecated_hints_annotation is not None
+        and service.topology_mode_annotation is not None
+    ):
+        issues.add(ConfigIssue.DEPRECATED_ANNOTATION_SHADOWS_TOPOLOGY_MODE)
+    decider = deciding_annotation(service)
+    if decider is not None and decider not in KNOWN_ANNOTATION_VALUES:
+        issues.add(ConfigIssue.UNKNOWN_ANNOTATION_VALUE)
+    if (
+        service.traffic_distribution is not None
+        and service.traffic_distribution not in VALID_TRAFFIC_DISTRIBUTIONS
+    ):
+        issues.add(ConfigIssue.UNKNOWN_TRAFFIC_DISTRIBUTION)
+    if service.internal_traffic_policy == "Local" and mechanism_of(service) is not Mechanism.NONE:
+        issues.add(ConfigIssue.LOCAL_TRAFFIC_POLICY_WITH_HINTS)
+    return frozenset(issues)

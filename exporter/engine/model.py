@@ -1,0 +1,79 @@
+"""The engine's inputs: the few fields of Nodes, Services and EndpointSlices the rules read.
+
+Everything here is immutable. Decoding from Kubernetes JSON happens at the edges
+(`exporter.decode`); the engine never sees a raw object.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+ZONE_LABEL = "topology.kubernetes.io/zone"
+CONTROL_PLANE_LABELS = (
+    "node-role.kubernetes.io/control-plane",
+    "node-role.kubernetes.io/master",
+)
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
+ENDPOINTSLICE_CONTROLLER = "endpointslice-controller.k8s.io"
+DEPRECATED_HINTS_ANNOTATION = "service.kubernetes.io/topology-aware-hints"
+TOPOLOGY_MODE_ANNOTATION = "service.kubernetes.io/topology-mode"
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: str
+    # None when the zone label is absent, "" when it is present but empty.
+    zone: str | None
+    # Exact allocatable CPU in cores; None when absent. Exact so that sums match upstream.
+    allocatable_cpu: Fraction | None
+    ready: bool
+    control_plane: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    # addresses[0]: kube-proxy deduplicates on it. None if the endpoint lists no address.
+    address: str | None
+    # conditions.ready as written: the controller wants True, kube-proxy only rejects False.
+    ready: bool | None
+    zone: str | None
+    node_name: str | None
+    zone_hints: tuple[str, ...] = ()
+    node_hints: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointSlice:
+    namespace: str
+    name: str
+    # kubernetes.io/service-name label; None for slices that belong to no Service.
+    service_name: str | None
+    address_type: str
+    # Managed by the EndpointSlice controller, i.e. counted for allocation.
+    managed: bool
+    endpoints: tuple[Endpoint, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Service:
+    namespace: str
+    name: str
+    # The two annotation values the controller reads; None when the key is absent.
+    deprecated_hints_annotation: str | None
+    topology_mode_annotation: str | None
+    traffic_distribution: str | None
+    internal_traffic_policy: str | None
+    type: str
+    # None for Services without a cluster IP field; "None" for headless ones.
+    cluster_ip: str | None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+    @property
+    def proxied(self) -> bool:
+        """kube-proxy programs neither headless nor ExternalName Services."""
+        return self.type != "ExternalName" and self.cluster_ip != "None"

@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+CONFORMANCE_DIR = PROJECT_ROOT.parent / "shared" / "conformance"
+EXAMPLES_DIR = PROJECT_ROOT / "examples"
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def exporter_command() -> list[str]:
+    """The real console entry point, as a user runs it."""
+    script = Path(sys.executable).with_name("topology-hints-exporter")
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-m", "exporter"]
+
+
+def require_binary(name: str) -> str:
+    """A real binary a test needs: missing fails in CI (it must be installed), skips elsewhere."""
+    path = shutil.which(name)
+    if path is None:
+        if IN_CI:
+            pytest.fail(f"{name} is not installed; .ci/run must install it")
+        pytest.skip(f"{name} is not installed (apt-get install the Debian package to run this)")
+    return path
