@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Sequence
 
-from exporter import __version__
+from exporter import __version__, serve
 from exporter.document import evaluation_document, service_document
+from exporter.serve import ServeOptions, resolve_shard, split_list
+from exporter.server import parse_listen_address
 from exporter.snapshot import SnapshotError, load_snapshot
+from exporter.sources.kubeapi import ConfigError
 
 PROG = "topology-hints-exporter"
 EXIT_USAGE = 2
@@ -19,7 +23,9 @@ class CommandError(Exception):
     """A failure to report as one line on stderr with exit code 2."""
 
 
-def _add_snapshot_argument(parser: argparse.ArgumentParser, *, required: bool) -> None:
+def _add_snapshot_argument(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, required: bool
+) -> None:
     parser.add_argument(
         "--snapshot",
         metavar="FILE",
@@ -55,7 +61,126 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="colour the verdicts: auto (only on a terminal), always or never",
     )
+    _add_serve_parser(commands)
     return parser
+
+
+def _add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    serve = commands.add_parser(
+        "serve",
+        help="watch the cluster (or serve a snapshot) and expose Prometheus metrics",
+        description="Watch Nodes, Services, EndpointSlices and Events and serve /metrics, "
+        "/healthz and /readyz. In a pod it uses the service account unless --kubeconfig is set.",
+    )
+    source = serve.add_argument_group("source")
+    source.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help="kubeconfig file (default: in-cluster, then $KUBECONFIG or ~/.kube/config)",
+    )
+    source.add_argument("--context", metavar="NAME", help="kubeconfig context to use")
+    _add_snapshot_argument(source, required=False)
+    http = serve.add_argument_group("http")
+    http.add_argument(
+        "--listen-address",
+        metavar="HOST:PORT",
+        default=":9808",
+        help="address to serve on (default :9808, every interface)",
+    )
+    http.add_argument("--tls-cert-file", metavar="PATH", help="serve HTTPS with this certificate")
+    http.add_argument("--tls-key-file", metavar="PATH", help="private key for --tls-cert-file")
+    scope = serve.add_argument_group("what to export")
+    scope.add_argument(
+        "--all-services",
+        action="store_true",
+        help="export every Service, not only those with a hint mechanism, hints or config issues",
+    )
+    scope.add_argument(
+        "--namespaces", action="append", metavar="NS[,NS]", help="only these namespaces"
+    )
+    scope.add_argument(
+        "--namespaces-exclude", action="append", metavar="NS[,NS]", help="skip these namespaces"
+    )
+    scope.add_argument(
+        "--metric-allowlist",
+        action="append",
+        metavar="REGEX[,REGEX]",
+        help="export only metric families whose full name matches one of these",
+    )
+    scope.add_argument(
+        "--metric-denylist",
+        action="append",
+        metavar="REGEX[,REGEX]",
+        help="do not export metric families whose full name matches one of these",
+    )
+    scope.add_argument(
+        "--shard",
+        default="0",
+        metavar="N|auto",
+        help="this exporter's shard of the Services (auto: the ordinal at the end of $POD_NAME)",
+    )
+    scope.add_argument(
+        "--total-shards", type=int, default=1, metavar="N", help="number of shards (default 1)"
+    )
+    logs = serve.add_argument_group("logging")
+    logs.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
+    logs.add_argument(
+        "--log-format",
+        choices=("json", "console"),
+        help="json (default when stdout is not a terminal) or console",
+    )
+
+
+def _serve_options(args: argparse.Namespace) -> ServeOptions:
+    if args.kubeconfig and args.snapshot:
+        raise CommandError("--snapshot and --kubeconfig are exclusive: serve one source")
+    if args.metric_allowlist and args.metric_denylist:
+        raise CommandError("--metric-allowlist and --metric-denylist are exclusive")
+    if bool(args.tls_cert_file) != bool(args.tls_key_file):
+        raise CommandError("--tls-cert-file and --tls-key-file go together")
+    if args.total_shards < 1:
+        raise CommandError("--total-shards must be at least 1")
+    try:
+        shard = resolve_shard(args.shard)
+        parse_listen_address(args.listen_address)
+        allow, deny = split_list(args.metric_allowlist), split_list(args.metric_denylist)
+        for pattern in (*allow, *deny):
+            re.compile(pattern)
+    except re.error as error:
+        raise CommandError(f"bad metric regular expression {error.pattern!r}: {error}") from None
+    except ValueError as error:
+        raise CommandError(str(error)) from None
+    if not 0 <= shard < args.total_shards:
+        raise CommandError(f"shard {shard} is outside 0..{args.total_shards - 1}")
+    return ServeOptions(
+        listen_address=args.listen_address,
+        snapshot=args.snapshot,
+        kubeconfig=args.kubeconfig,
+        context=args.context,
+        all_services=args.all_services,
+        namespaces=split_list(args.namespaces),
+        namespaces_exclude=split_list(args.namespaces_exclude),
+        metric_allowlist=allow,
+        metric_denylist=deny,
+        tls_cert_file=args.tls_cert_file,
+        tls_key_file=args.tls_key_file,
+        shard=shard,
+        total_shards=args.total_shards,
+        log_level=args.log_level,
+        log_format=args.log_format,
+    )
+
+
+def _run_serve(args: argparse.Namespace) -> int:
+    options = _serve_options(args)
+    try:
+        return serve.run(options)
+    except ConfigError as error:
+        raise CommandError(str(error)) from None
+    except OSError as error:
+        raise CommandError(
+            f"cannot serve on {options.listen_address}: {error.strerror or error}"
+        ) from None
 
 
 def _run_evaluate(args: argparse.Namespace) -> int:
@@ -85,7 +210,7 @@ def _run_explain(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    runners = {"evaluate": _run_evaluate, "explain": _run_explain}
+    runners = {"evaluate": _run_evaluate, "explain": _run_explain, "serve": _run_serve}
     try:
         return runners[args.command](args)
     except (SnapshotError, CommandError) as error:

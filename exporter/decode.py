@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import functools
 import sys
+from datetime import datetime
 from fractions import Fraction
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import msgspec
 from kubernetes.utils.quantity import parse_quantity
@@ -28,6 +29,10 @@ from exporter.engine.model import (
     Node,
     Service,
 )
+from exporter.engine.reasons import HINTS_DISABLED_EVENT, HINTS_ENABLED_EVENT
+from exporter.store import ControllerEvent
+
+_Item = TypeVar("_Item")
 
 
 class InvalidObjectError(ValueError):
@@ -46,6 +51,8 @@ class _Meta(msgspec.Struct):
     labels: dict[str, str] | None = None
     annotations: dict[str, str] | None = None
     resourceVersion: str = ""  # noqa: N815 - the API's spelling
+    uid: str = ""
+    creationTimestamp: str | None = None  # noqa: N815
 
 
 class _Condition(msgspec.Struct):
@@ -118,6 +125,37 @@ class RawEvent(msgspec.Struct):
     lastTimestamp: str | None = None  # noqa: N815
     eventTime: str | None = None  # noqa: N815
     firstTimestamp: str | None = None  # noqa: N815
+
+
+class ListMeta(msgspec.Struct):
+    resourceVersion: str = ""  # noqa: N815
+    continue_: str | None = msgspec.field(default=None, name="continue")
+
+
+class ListPage(msgspec.Struct, Generic[_Item]):
+    """One page of a LIST response; items are decoded straight into the raw shapes."""
+
+    metadata: ListMeta
+    items: list[_Item] | None = None
+
+
+class WatchEvent(msgspec.Struct):
+    """One line of a watch stream; the object is decoded once its type is known."""
+
+    type: str
+    object: msgspec.Raw
+
+
+class ObjectMeta(msgspec.Struct):
+    """Just enough of any object to delete it from the store and follow resourceVersions."""
+
+    metadata: _Meta
+
+
+class Status(msgspec.Struct):
+    code: int = 0
+    reason: str = ""
+    message: str = ""
 
 
 RawObject = RawNode | RawService | RawEndpointSlice | RawEvent
@@ -240,3 +278,36 @@ def decode_service(item: Any) -> Service:
 
 def decode_endpoint_slice(item: Any) -> EndpointSlice:
     return endpoint_slice_from_raw(convert_raw("EndpointSlice", item, RawEndpointSlice))
+
+
+CONTROLLER_EVENT_REASONS = frozenset({HINTS_DISABLED_EVENT, HINTS_ENABLED_EVENT})
+
+
+def _unix_time(timestamp: str | None) -> float | None:
+    if not timestamp:
+        return None
+    try:
+        return datetime.fromisoformat(timestamp).timestamp()
+    except ValueError:
+        return None
+
+
+def controller_event_from_raw(raw: RawEvent) -> ControllerEvent | None:
+    """The EndpointSlice controller's hint events on Services; None for any other event."""
+    involved = raw.involvedObject
+    if involved.kind != "Service" or raw.reason not in CONTROLLER_EVENT_REASONS:
+        return None
+    timestamp = (
+        _unix_time(raw.lastTimestamp)
+        or _unix_time(raw.eventTime)
+        or _unix_time(raw.firstTimestamp)
+        or _unix_time(raw.metadata.creationTimestamp)
+    )
+    return ControllerEvent(
+        uid=raw.metadata.uid or f"{raw.metadata.namespace}/{raw.metadata.name}",
+        namespace=involved.namespace or raw.metadata.namespace,
+        service=involved.name,
+        reason=raw.reason,
+        count=max(raw.count or 1, 1),
+        timestamp=timestamp,
+    )

@@ -1,0 +1,190 @@
+"""Turns store changes into a new immutable ExporterState, re-evaluating only what changed.
+
+A Service or EndpointSlice change re-evaluates that Service; a Node change recomputes
+cluster capacity and re-evaluates every Service only when capacity or the set of Ready
+nodes actually moved (node heartbeats do not). The collector reads `state`, one
+reference swapped atomically, so a scrape never sees a half-applied update.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TypeVar
+
+from exporter.engine import (
+    ClusterCapacity,
+    EndpointSlice,
+    ExpectedState,
+    ReadyNodes,
+    Service,
+    ServiceVerdict,
+    cluster_capacity,
+    evaluate_service,
+)
+from exporter.engine.evaluate import ready_nodes
+from exporter.store import Changes, ClusterStore, ControllerEvent, ServiceKey
+
+VerdictKey = tuple[str, str, str]
+EventKey = tuple[str, str, str]
+_FLIPPING_STATES = (ExpectedState.ENABLED, ExpectedState.DISABLED)
+
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def _frozen(mapping: Mapping[_K, _V]) -> Mapping[_K, _V]:
+    return MappingProxyType(dict(mapping))
+
+
+@dataclass(frozen=True, slots=True)
+class ExporterState:
+    """Everything a scrape renders, computed together."""
+
+    capacity: ClusterCapacity = field(default_factory=lambda: ClusterCapacity(sufficient=False))
+    nodes: ReadyNodes = field(
+        default_factory=lambda: ReadyNodes(MappingProxyType({}), MappingProxyType({}))
+    )
+    # Services that have EndpointSlices, with one verdict per address type.
+    services: Mapping[ServiceKey, Service] = field(default_factory=lambda: MappingProxyType({}))
+    verdicts: Mapping[ServiceKey, tuple[ServiceVerdict, ...]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    # Expected-state flips (enabled <-> disabled) seen since start, per verdict key.
+    state_changes: Mapping[VerdictKey, int] = field(default_factory=lambda: MappingProxyType({}))
+    # (namespace, service, reason) -> unix time of the latest controller event.
+    last_event: Mapping[EventKey, float] = field(default_factory=lambda: MappingProxyType({}))
+    # reason -> occurrences seen since start.
+    event_totals: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    evaluated_at: float | None = None
+    generation: int = 0
+
+
+class Evaluator:
+    def __init__(
+        self,
+        store: ClusterStore,
+        *,
+        clock: Callable[[], float] = time.time,
+        observe: Callable[[float], None] | None = None,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._observe = observe or (lambda _seconds: None)
+        self._inputs: dict[ServiceKey, tuple[Service | None, tuple[EndpointSlice, ...]]] = {}
+        self._verdicts: dict[ServiceKey, tuple[ServiceVerdict, ...]] = {}
+        self._services: dict[ServiceKey, Service] = {}
+        self._last_state: dict[VerdictKey, ExpectedState] = {}
+        self._flips: dict[VerdictKey, int] = {}
+        self._event_counts: dict[str, int] = {}
+        self._event_totals: dict[str, int] = {}
+        self._last_event: dict[EventKey, float] = {}
+        self._state = ExporterState()
+
+    @property
+    def state(self) -> ExporterState:
+        return self._state
+
+    def step(self) -> ExporterState:
+        """Apply whatever changed in the store and publish the new state."""
+        started = time.perf_counter()
+        changes = self._store.take_changes()
+        if changes.empty and self._state.generation > 0:
+            return self._state
+        self._apply(changes)
+        self._observe(time.perf_counter() - started)
+        return self._state
+
+    def run(self, stop: threading.Event, *, idle_wakeup: float = 1.0) -> None:
+        """Evaluate until stopped; changes arriving while evaluating coalesce into the next step."""
+        self.step()
+        while not stop.is_set():
+            if self._store.wait_for_changes(idle_wakeup):
+                self.step()
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _apply(self, changes: Changes) -> None:
+        previous = self._state
+        capacity, nodes = previous.capacity, previous.nodes
+        dirty = set(changes.services)
+        if changes.nodes is not None:
+            capacity = cluster_capacity(changes.nodes)
+            nodes = ready_nodes(changes.nodes)
+            if capacity != previous.capacity or nodes != previous.nodes:
+                dirty |= self._inputs.keys()
+        self._inputs.update(changes.services)
+        for key, (service, _) in changes.services.items():
+            if service is None:
+                self._services.pop(key, None)
+            else:
+                self._services[key] = service
+        for key in dirty:
+            self._reevaluate(key, capacity, nodes)
+        if changes.events_changed:
+            self._count_events(self._store.events())
+        self._state = ExporterState(
+            capacity=capacity,
+            nodes=nodes,
+            services=_frozen(self._services),
+            verdicts=_frozen(self._verdicts),
+            state_changes=_frozen(self._flips),
+            last_event=_frozen(self._last_event),
+            event_totals=_frozen(self._event_totals),
+            evaluated_at=self._clock(),
+            generation=previous.generation + 1,
+        )
+
+    def _reevaluate(self, key: ServiceKey, capacity: ClusterCapacity, nodes: ReadyNodes) -> None:
+        service, slices = self._inputs.get(key, (None, ()))
+        old_keys = {verdict.key for verdict in self._verdicts.get(key, ())}
+        if service is None or not slices:
+            self._verdicts.pop(key, None)
+            if service is None:
+                self._inputs.pop(key, None)
+                self._forget_events_of(key)
+            self._forget(old_keys)
+            return
+        verdicts = evaluate_service(service, slices, capacity, nodes)
+        self._verdicts[key] = verdicts
+        self._forget(old_keys - {verdict.key for verdict in verdicts})
+        for verdict in verdicts:
+            self._track_flip(verdict)
+
+    def _track_flip(self, verdict: ServiceVerdict) -> None:
+        key = verdict.key
+        self._flips.setdefault(key, 0)
+        state = verdict.expected_state
+        if state not in _FLIPPING_STATES:
+            return
+        previous = self._last_state.get(key)
+        if previous is not None and previous is not state:
+            self._flips[key] += 1
+        self._last_state[key] = state
+
+    def _forget(self, keys: set[VerdictKey]) -> None:
+        for key in keys:
+            self._flips.pop(key, None)
+            self._last_state.pop(key, None)
+
+    def _forget_events_of(self, service: ServiceKey) -> None:
+        for key in [key for key in self._last_event if key[:2] == service]:
+            del self._last_event[key]
+
+    def _count_events(self, events: tuple[ControllerEvent, ...]) -> None:
+        seen: dict[str, int] = {}
+        for event in events:
+            before = self._event_counts.get(event.uid, 0)
+            if event.count > before:
+                self._event_totals[event.reason] = (
+                    self._event_totals.get(event.reason, 0) + event.count - before
+                )
+            seen[event.uid] = max(before, event.count)
+            if event.timestamp is not None:
+                key = (event.namespace, event.service, event.reason)
+                self._last_event[key] = max(self._last_event.get(key, 0.0), event.timestamp)
+        self._event_counts = seen

@@ -1,0 +1,546 @@
+"""The `explain` command's text: every verdict in words an operator at a terminal can act on.
+
+Pure rendering, shaped like `kubectl describe`: it takes an evaluation and returns
+text. No I/O; colour (ANSI) only when asked for.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from exporter.engine import (
+    ClusterCapacity,
+    DisableReason,
+    DriftKind,
+    Evaluation,
+    ExpectedState,
+    Mechanism,
+    MissingInfo,
+    NodeProblem,
+    ProxyMode,
+    ServiceVerdict,
+)
+from exporter.engine.allocation import OVERLOAD_THRESHOLD, refusal_reason, zone_minimum
+from exporter.engine.model import DEPRECATED_HINTS_ANNOTATION, TOPOLOGY_MODE_ANNOTATION, ZONE_LABEL
+from exporter.engine.reasons import HINTS_DISABLED_EVENT, HINTS_ENABLED_EVENT
+
+LABEL_WIDTH = 19
+INDENT = " " * (2 + LABEL_WIDTH)
+WRAP_WIDTH = 100
+# The load factor the `auto` guard never lets a zone exceed.
+OVERLOAD_LIMIT = 1 + OVERLOAD_THRESHOLD
+# The replica advisor lists at most about this many endpoint counts.
+ADVISOR_SPAN = 20
+TABLE_COLUMNS = (
+    "ZONE",
+    "CPU SHARE",
+    "ENDPOINTS",
+    "HINTED",
+    "MIN",
+    "DESIRED",
+    "MAX",
+    "LOAD FACTOR",
+)
+NO_ZONE = "(no zone)"
+
+_DRIFT_TEXT = {
+    DriftKind.HINTS_MISSING: (
+        "ready endpoints lack the zone hint the controller should have written (normal for a "
+        "few seconds after a change; if it lasts, check kube-controller-manager)"
+    ),
+    DriftKind.UNEXPECTED_HINTS: (
+        "ready endpoints carry zone hints the controller should have removed (kube-proxy still "
+        "follows them)"
+    ),
+    DriftKind.ZONE_OUT_OF_RANGE: "a zone's hinted count is outside its MIN..MAX range",
+}
+
+_MODE_TEXT = {
+    ProxyMode.PREFER_SAME_ZONE: "prefers endpoints hinted for this zone",
+    ProxyMode.CLUSTER: "uses every ready endpoint of the cluster",
+    ProxyMode.LOCAL: "in-cluster traffic stays on the node (internalTrafficPolicy: Local)",
+    ProxyMode.PREFER_SAME_NODE: "prefers endpoints hinted for the node itself",
+}
+
+
+class Tone(StrEnum):
+    GOOD = "32"
+    BAD = "31"
+    WARN = "33"
+    BOLD = "1"
+
+
+@dataclass(frozen=True, slots=True)
+class ExplainOptions:
+    color: bool = False
+
+    def paint(self, text: str, tone: Tone) -> str:
+        """Wrap text in an ANSI colour when colour is on; never emit a code otherwise."""
+        if not self.color or not text:
+            return text
+        return f"\x1b[{tone}m{text}\x1b[0m"
+
+
+def select_verdicts(evaluation: Evaluation, service: str | None) -> tuple[ServiceVerdict, ...]:
+    """Every verdict, or those of one NAMESPACE/NAME; LookupError names what did not match."""
+    if service is None:
+        return evaluation.services
+    namespace, slash, name = service.partition("/")
+    if not slash or not namespace or not name or "/" in name:
+        raise LookupError(f"expected NAMESPACE/NAME, got {service!r}")
+    chosen = tuple(v for v in evaluation.services if v.key[:2] == (namespace, name))
+    if not chosen:
+        raise LookupError(f"no Service {namespace}/{name} with EndpointSlices in the snapshot")
+    return chosen
+
+
+def explain_text(
+    evaluation: Evaluation, verdicts: Sequence[ServiceVerdict], options: ExplainOptions
+) -> str:
+    lines = cluster_lines(evaluation, options)
+    if not verdicts:
+        lines += ["", "No Service with EndpointSlices in this snapshot."]
+    for verdict in verdicts:
+        lines += ["", *service_lines(evaluation, verdict, options)]
+    return "\n".join(lines) + "\n"
+
+
+# Formatting helpers
+
+
+def field(label: str, value: str) -> str:
+    return f"  {label + ':':<{LABEL_WIDTH}}{value}".rstrip()
+
+
+def fields(label: str, values: Sequence[str]) -> list[str]:
+    """A labelled field whose value spans several lines, aligned under the first."""
+    if not values:
+        return [field(label, "none")]
+    return [field(label, values[0]), *(f"{INDENT}{value}" for value in values[1:])]
+
+
+def reflow(
+    text: str, options: ExplainOptions, tone: Tone | None = None, hang: str = ""
+) -> list[str]:
+    """Text wrapped to the terminal width beside the labels, each line painted on its own."""
+    lines = textwrap.wrap(
+        text,
+        width=WRAP_WIDTH - len(INDENT),
+        subsequent_indent=hang,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    if tone is None or not lines:
+        return lines
+    # Continuation lines start with `hang`: paint only what follows it.
+    return [
+        options.paint(lines[0], tone),
+        *(hang + options.paint(line[len(hang) :], tone) for line in lines[1:]),
+    ]
+
+
+def prose(label: str, text: str, options: ExplainOptions, tone: Tone | None = None) -> list[str]:
+    return fields(label, reflow(text, options, tone))
+
+
+def items(
+    label: str, texts: Iterable[str], options: ExplainOptions, tone: Tone | None = None
+) -> list[str]:
+    """A labelled list of paragraphs, each wrapped with its continuation lines indented."""
+    return fields(label, [line for text in texts for line in reflow(text, options, tone, "  ")])
+
+
+def percent(ratio: float) -> str:
+    return f"{ratio * 100:.1f}%"
+
+
+def decimal(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def integer(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def zone_name(zone: str) -> str:
+    return zone or NO_ZONE
+
+
+def wrap(tokens: Iterable[tuple[str, str]], width: int) -> list[str]:
+    """Join (plain, painted) tokens with ", " into lines no wider than width in plain text."""
+    lines: list[str] = []
+    plain_length, current = 0, ""
+    for plain, painted in tokens:
+        if current and plain_length + 2 + len(plain) > width:
+            lines.append(current + ",")
+            plain_length, current = 0, ""
+        if current:
+            plain_length, current = plain_length + 2, current + ", "
+        plain_length, current = plain_length + len(plain), current + painted
+    if current:
+        lines.append(current)
+    return lines
+
+
+# Cluster header
+
+
+def cluster_lines(evaluation: Evaluation, options: ExplainOptions) -> list[str]:
+    capacity = evaluation.capacity
+    ready_nodes = len(evaluation.nodes.zone_of)
+    lines = ["Cluster"]
+    if capacity.sufficient:
+        lines.append(
+            field(
+                "Node info",
+                f"{options.paint('sufficient', Tone.GOOD)} ({ready_nodes} Ready nodes, "
+                f"{len(capacity.zone_ratios)} zones)",
+            )
+        )
+        lines += fields("Zone CPU shares", zone_share_lines(capacity))
+        return lines
+    lines.append(
+        field(
+            "Node info",
+            f"{options.paint('insufficient', Tone.BAD)}: the controller disables hints for "
+            "every auto Service",
+        )
+    )
+    lines.append(field("Zone CPU shares", "none (no zone ratios while node info is insufficient)"))
+    lines += offending_node_lines(capacity.problems, options)
+    return lines
+
+
+def zone_share_lines(capacity: ClusterCapacity) -> list[str]:
+    width = max(len(zone) for zone in capacity.zone_ratios)
+    return [
+        f"{zone:<{width}}  {percent(ratio):>6}  "
+        f"({capacity.zone_millicores[zone] / 1000:g} CPU allocatable)"
+        for zone, ratio in capacity.zone_ratios.items()
+    ]
+
+
+def offending_node_lines(problems: Sequence[NodeProblem], options: ExplainOptions) -> list[str]:
+    if not problems:
+        return [
+            field(
+                "Why",
+                "fewer than two zones have Ready worker nodes with allocatable CPU: "
+                f"label worker nodes of at least two zones with {ZONE_LABEL}",
+            )
+        ]
+    lines = [field("Offending nodes", "")]
+    for problem in problems:
+        lines.append(f"    {problem.node}: {options.paint(node_lack(problem), Tone.BAD)}")
+        lines.append(f"      fix: {node_fix(problem)}")
+    return lines
+
+
+def node_lack(problem: NodeProblem) -> str:
+    if problem.missing is MissingInfo.ZONE:
+        return f"no {ZONE_LABEL} label (absent or empty)"
+    return "no allocatable CPU (status.allocatable.cpu absent or zero)"
+
+
+def node_fix(problem: NodeProblem) -> str:
+    if problem.missing is MissingInfo.ZONE:
+        return f"kubectl label node {problem.node} {ZONE_LABEL}=<zone> --overwrite"
+    return (
+        f"make the kubelet on {problem.node} report its CPU "
+        f"(kubectl describe node {problem.node}: Allocatable)"
+    )
+
+
+# One Service and address type
+
+
+def service_lines(
+    evaluation: Evaluation, verdict: ServiceVerdict, options: ExplainOptions
+) -> list[str]:
+    service = verdict.service
+    title = options.paint(f"Service {service.namespace}/{service.name}", Tone.BOLD)
+    lines = [
+        f"{title} ({verdict.address_type})",
+        *prose("Mechanism", mechanism_text(verdict), options),
+        field("Verdict", verdict_text(verdict, options)),
+        *prose("Why", why_text(evaluation, verdict), options),
+    ]
+    if verdict.mechanism is Mechanism.AUTO:
+        lines += prose("Expected event", event_text(verdict), options)
+    lines += completeness_lines(verdict, options)
+    lines += fields("kube-proxy", proxy_lines(evaluation, verdict, options))
+    lines += table_lines(verdict, options)
+    lines += items("Warnings", load_warnings(verdict), options, Tone.WARN)
+    drift = (_DRIFT_TEXT[kind] for kind in sorted(verdict.drift))
+    lines += items("Drift", drift, options, Tone.WARN)
+    lines += fields("Config issues", config_issue_lines(verdict, options))
+    if verdict.mechanism is Mechanism.AUTO:
+        lines += advisor_lines(evaluation.capacity, verdict, options)
+    return lines
+
+
+def mechanism_text(verdict: ServiceVerdict) -> str:
+    service = verdict.service
+    annotation = deciding_annotation(verdict)
+    field_text = (
+        f"spec.trafficDistribution={service.traffic_distribution}"
+        if service.traffic_distribution is not None
+        else None
+    )
+    if verdict.mechanism is Mechanism.AUTO:
+        ignored = f"; {field_text} is ignored" if field_text else ""
+        return f"auto, from annotation {annotation}{ignored}"
+    if verdict.mechanism is Mechanism.TRAFFIC_DISTRIBUTION:
+        off = f"; annotation {annotation} is off" if annotation else ""
+        return f"traffic-distribution, from {field_text}{off}"
+    reasons = [f"annotation {annotation} is not Auto"] if annotation else []
+    if field_text:
+        reasons.append(f"{field_text} is not a known value")
+    return "none: " + ("; ".join(reasons) or "no topology annotation, no spec.trafficDistribution")
+
+
+def deciding_annotation(verdict: ServiceVerdict) -> str | None:
+    """key=value of the annotation that decides, the deprecated one first."""
+    service = verdict.service
+    if service.deprecated_hints_annotation is not None:
+        return f"{DEPRECATED_HINTS_ANNOTATION}={service.deprecated_hints_annotation}"
+    if service.topology_mode_annotation is not None:
+        return f"{TOPOLOGY_MODE_ANNOTATION}={service.topology_mode_annotation}"
+    return None
+
+
+def verdict_text(verdict: ServiceVerdict, options: ExplainOptions) -> str:
+    if verdict.expected_state is ExpectedState.ENABLED:
+        return options.paint("enabled", Tone.GOOD)
+    if verdict.expected_state is ExpectedState.DISABLED:
+        return f"{options.paint('disabled', Tone.BAD)} ({verdict.reason})"
+    return "not applicable"
+
+
+def why_text(evaluation: Evaluation, verdict: ServiceVerdict) -> str:
+    capacity = evaluation.capacity
+    n = verdict.ready_endpoints
+    if verdict.mechanism is Mechanism.NONE:
+        return "no hint mechanism applies, so the controller removes any hints from the slices"
+    if verdict.mechanism is Mechanism.TRAFFIC_DISTRIBUTION:
+        node = (
+            " and for its node" if verdict.service.traffic_distribution == "PreferSameNode" else ""
+        )
+        return (
+            f"trafficDistribution never refuses: the controller hints each of the {n} ready "
+            f"endpoints for its own zone{node}, however few endpoints a zone has"
+        )
+    if verdict.reason is None:
+        return (
+            f"{n} ready endpoints in {len(capacity.zone_ratios)} zones: the controller hints "
+            "them all, giving each zone between MIN and MAX so that no zone gets more than 20% "
+            "above its share"
+        )
+    return "refused: " + refusal_text(capacity, verdict, verdict.reason)
+
+
+def refusal_text(capacity: ClusterCapacity, verdict: ServiceVerdict, reason: DisableReason) -> str:
+    n = verdict.ready_endpoints
+    zones = len(capacity.zone_ratios)
+    if reason is DisableReason.INSUFFICIENT_NUMBER_OF_ENDPOINTS:
+        return f"{n} ready endpoints for {zones} zones: some zone would get none"
+    if reason is DisableReason.MIN_ALLOCATION_EXCEEDS_OVERLOAD_THRESHOLD:
+        minimums = [zone_minimum(ratio, n) for ratio in capacity.zone_ratios.values()]
+        return (
+            f"{n} ready endpoints in {zones} zones of {share_words(capacity)} need at least "
+            f"{'+'.join(map(str, minimums))} = {sum(minimums)} to keep every zone within 20% "
+            "of its share; the controller removes every hint"
+        )
+    if reason is DisableReason.INSUFFICIENT_NODE_INFO:
+        nodes = ", ".join(capacity.insufficient_nodes) or "fewer than two zones with CPU"
+        return (
+            f"node info is insufficient (see Cluster: {nodes}), so the controller has no zone "
+            "shares to allocate by and removes every hint, whatever the endpoint count"
+        )
+    if reason is DisableReason.NO_ZONE_SPECIFIED:
+        missing = n - sum(verdict.located.values())
+        return (
+            f"{missing} of the {n} ready endpoints have no zone, so they cannot be placed; "
+            "the controller removes every hint"
+        )
+    return f"{reason.explanation}; the controller removes every hint"
+
+
+def share_words(capacity: ClusterCapacity) -> str:
+    """'33% each' for equal zones, else '50%, 30%, 20%'."""
+    shares = [f"{round(ratio * 100)}%" for ratio in capacity.zone_ratios.values()]
+    if len(set(shares)) == 1:
+        return f"{shares[0]} each"
+    return ", ".join(shares)
+
+
+def event_text(verdict: ServiceVerdict) -> str:
+    if verdict.reason is None:
+        return f'Normal {HINTS_ENABLED_EVENT} "Topology Aware Hints has been enabled"'
+    return f'Warning {HINTS_DISABLED_EVENT} "{verdict.reason.event_message}"'
+
+
+def completeness_lines(verdict: ServiceVerdict, options: ExplainOptions) -> list[str]:
+    completeness = verdict.hint_completeness
+    ready, hinted = verdict.ready_endpoints, verdict.hinted_endpoints
+    if completeness is None:
+        return [field("Hint completeness", "- (no ready endpoints)")]
+    counts = f"{percent(completeness)} ({hinted} of {ready} ready endpoints have a zone hint)"
+    lines = [field("Hint completeness", counts)]
+    if 0 < completeness < 1:
+        consequence = "partial, so kube-proxy ignores every hint: Cluster on every node"
+        lines.append(INDENT + options.paint(consequence, Tone.WARN))
+    return lines
+
+
+def proxy_lines(
+    evaluation: Evaluation, verdict: ServiceVerdict, options: ExplainOptions
+) -> list[str]:
+    proxy = verdict.proxy
+    if not proxy.by_zone:
+        return ["not proxied (headless or ExternalName Service, or not an IP address type)"]
+    width = max(len(zone_name(zone)) for zone in proxy.by_zone)
+    lines = []
+    for zone, mode in proxy.by_zone.items():
+        nodes = [n for n in evaluation.nodes.by_zone.get(zone, ()) if n not in proxy.same_node]
+        tone = Tone.GOOD if mode is ProxyMode.PREFER_SAME_ZONE else Tone.WARN
+        painted = options.paint(f"{mode:<14}", tone if mode is not ProxyMode.LOCAL else Tone.BOLD)
+        lines.append(
+            f"{zone_name(zone):<{width}}  {painted}  {plural(len(nodes), 'node')}: "
+            f"{_MODE_TEXT[mode]}"
+        )
+    if proxy.same_node:
+        lines.append(
+            f"{options.paint(ProxyMode.PREFER_SAME_NODE, Tone.GOOD)} on "
+            f"{', '.join(proxy.same_node)}: {_MODE_TEXT[ProxyMode.PREFER_SAME_NODE]}"
+        )
+    return lines
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def table_rows(verdict: ServiceVerdict) -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = []
+    for zone in sorted(set(verdict.zones) | set(verdict.located)):
+        zone_verdict = verdict.zones.get(zone)
+        rows.append(
+            (
+                zone_name(zone),
+                percent(zone_verdict.ratio) if zone_verdict and zone_verdict.ratio else "-",
+                str(verdict.located.get(zone, 0)),
+                str(zone_verdict.hinted if zone_verdict else 0),
+                integer(zone_verdict.minimum if zone_verdict else None),
+                decimal(zone_verdict.desired if zone_verdict else None),
+                integer(zone_verdict.maximum if zone_verdict else None),
+                decimal(zone_verdict.load_factor if zone_verdict else None),
+            )
+        )
+    return rows
+
+
+def table_lines(verdict: ServiceVerdict, options: ExplainOptions) -> list[str]:
+    rows = table_rows(verdict)
+    if not rows:
+        return [field("Zones", "none")]
+    widths = [max(len(row[i]) for row in (TABLE_COLUMNS, *rows)) for i in range(len(TABLE_COLUMNS))]
+    lines = [field("Zones", "")]
+    for index, row in enumerate((TABLE_COLUMNS, *rows)):
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=True)]
+        if index and row[-1] != "-" and float(row[-1]) > OVERLOAD_LIMIT:
+            cells[-1] = options.paint(cells[-1], Tone.WARN)
+        lines.append(("    " + "  ".join(cells)).rstrip())
+    return lines
+
+
+def load_warnings(verdict: ServiceVerdict) -> list[str]:
+    """Zones whose nodes follow hints while each hinted endpoint takes over 1.2x its share."""
+    warnings = []
+    for zone, zone_verdict in verdict.zones.items():
+        factor = zone_verdict.load_factor
+        following = verdict.proxy.by_zone.get(zone) is ProxyMode.PREFER_SAME_ZONE
+        if factor is None or factor <= OVERLOAD_LIMIT or not following:
+            continue
+        takes = "takes" if zone_verdict.hinted == 1 else "take"
+        warnings.append(
+            f"{zone}: {plural(zone_verdict.hinted, 'endpoint')} {takes} all of the zone's "
+            f"traffic: load factor {factor:.2f}, i.e. {factor:.2f}x a fair share (auto would "
+            f"keep it at or under {OVERLOAD_LIMIT:g}); add endpoints in {zone}"
+        )
+    return warnings
+
+
+def config_issue_lines(verdict: ServiceVerdict, options: ExplainOptions) -> list[str]:
+    lines = []
+    for issue in sorted(verdict.config_issues):
+        lines.append(options.paint(str(issue), Tone.WARN))
+        lines += reflow(f"  fix: {issue.fix}", options, hang="       ")
+    return lines
+
+
+# The replica advisor (auto only)
+
+
+def advisor_range(capacity: ClusterCapacity, current: int) -> range:
+    """From 1 to a bit above today's count; a window around it when that is too long."""
+    upper = max(current + 3, 2 * len(capacity.zone_ratios) + 3)
+    if upper <= ADVISOR_SPAN:
+        return range(1, upper + 1)
+    half = ADVISOR_SPAN // 2
+    return range(max(1, current - half), current + half + 1)
+
+
+def advisor_lines(
+    capacity: ClusterCapacity, verdict: ServiceVerdict, options: ExplainOptions
+) -> list[str]:
+    if not capacity.sufficient:
+        return [
+            field("Replica advisor", "no endpoint count enables hints until node info is fixed")
+        ]
+    counts = advisor_range(capacity, verdict.ready_endpoints)
+    tokens = [advisor_token(capacity, n, verdict.ready_endpoints, options) for n in counts]
+    if counts.start > 1:
+        tokens.insert(0, ("...", "..."))
+    lines = fields("Replica advisor", wrap(tokens, WRAP_WIDTH - len(INDENT)))
+    lines.append(field("Suggestion", suggestion(capacity, verdict, options)))
+    return lines
+
+
+def advisor_token(
+    capacity: ClusterCapacity, n: int, current: int, options: ExplainOptions
+) -> tuple[str, str]:
+    enabled = refusal_reason(capacity, n) is None
+    word = "enabled" if enabled else "refused"
+    now = " (now)" if n == current else ""
+    painted = options.paint(word, Tone.GOOD if enabled else Tone.BAD)
+    return f"{n} {word}{now}", f"{n} {painted}{now}"
+
+
+def suggestion(capacity: ClusterCapacity, verdict: ServiceVerdict, options: ExplainOptions) -> str:
+    n = verdict.ready_endpoints
+    if verdict.reason is DisableReason.NO_ZONE_SPECIFIED:
+        return "the endpoint count is fine: give every ready endpoint a zone (label its node)"
+    if verdict.reason is None:
+        return fragility(capacity, n, options)
+    nearest = verdict.nearest_feasible
+    targets = [t for t in (nearest.below, nearest.above) if t is not None] if nearest else []
+    if not targets:
+        return "no endpoint count enables hints with today's zone shares"
+    return f"scale to {' or '.join(map(str, targets))} ready endpoints to enable hints"
+
+
+def fragility(capacity: ClusterCapacity, n: int, options: ExplainOptions) -> str:
+    """Hints are on; say whether one endpoint more or less (a rollout) would turn them off."""
+    neighbours = {n - 1: "one pod down", n + 1: "one surge pod in a rollout"}
+    risky = [
+        f"{m} ready endpoints ({why})"
+        for m, why in neighbours.items()
+        if m >= 1 and refusal_reason(capacity, m) is not None
+    ]
+    if not risky:
+        return f"hints stay on at {n - 1} and {n + 1} ready endpoints too"
+    return options.paint(f"hints are on, but would be disabled at {' or '.join(risky)}", Tone.WARN)

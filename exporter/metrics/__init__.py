@@ -1,0 +1,1 @@
+"""Metric families, the collector that renders them, and the exporter's own instruments."""

@@ -1,0 +1,202 @@
+"""The prometheus_client custom collector: renders every hint family from one ExporterState.
+
+Built fresh on each scrape from the state the evaluator last published, so series of
+deleted Services vanish without any purge code.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from exporter.engine import Mechanism, ProxyMode, Service, ServiceVerdict
+from exporter.evaluator import ExporterState
+from exporter.metrics.families import (
+    CLUSTER_FAMILIES,
+    CONTROLLER_EVENTS,
+    LAST_EVENT_TIMESTAMP,
+    NODE_PROXY_SERVICES,
+    SERVICE_CONFIG_ISSUE,
+    SERVICE_ENTRY_FAMILIES,
+    SERVICE_INFO,
+    SERVICE_PROXY_NODES,
+    Family,
+    MetricType,
+    Sample,
+    ServiceEntry,
+    proxy_node_counts,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ExportOptions:
+    # Export every Service, not only those that opted in, carry hints or have config issues.
+    all_services: bool = False
+
+
+class FamilyFilter:
+    """kube-state-metrics' --metric-allowlist / --metric-denylist: full-match regexes."""
+
+    def __init__(self, allow: Sequence[str] = (), deny: Sequence[str] = ()) -> None:
+        if allow and deny:
+            raise ValueError("use either an allowlist or a denylist, not both")
+        self._allow = [re.compile(pattern) for pattern in allow]
+        self._deny = [re.compile(pattern) for pattern in deny]
+
+    def allows(self, name: str) -> bool:
+        if self._allow:
+            return any(pattern.fullmatch(name) for pattern in self._allow)
+        return not any(pattern.fullmatch(name) for pattern in self._deny)
+
+
+def is_exported(verdicts: Iterable[ServiceVerdict], options: ExportOptions) -> bool:
+    """By default, only Services where hints are in play: keeps cardinality bounded."""
+    return options.all_services or any(
+        verdict.mechanism is not Mechanism.NONE or verdict.carries_hints or verdict.config_issues
+        for verdict in verdicts
+    )
+
+
+def new_family(family: Family) -> GaugeMetricFamily | CounterMetricFamily:
+    if family.type is MetricType.COUNTER:
+        return CounterMetricFamily(family.name, family.help, labels=family.labels)
+    return GaugeMetricFamily(family.name, family.help, labels=family.labels)
+
+
+def _filled(family: Family, samples: Iterable[Sample]) -> Metric:
+    metric = new_family(family)
+    for labels, value in samples:
+        metric.add_metric(list(labels), value)
+    return metric
+
+
+class HintsCollector(Collector):
+    def __init__(
+        self,
+        state: Callable[[], ExporterState],
+        *,
+        ready: Callable[[], bool],
+        options: ExportOptions | None = None,
+    ) -> None:
+        self._state = state
+        self._ready = ready
+        self._options = options or ExportOptions()
+
+    def collect(self) -> Iterator[Metric]:
+        # Until every informer has listed once, a partial snapshot would report false
+        # refusals (a cluster with half its nodes): export nothing rather than wrong values.
+        if not self._ready():
+            return
+        state = self._state()
+        exported = [
+            (state.services[key], verdicts)
+            for key, verdicts in sorted(state.verdicts.items())
+            if key in state.services and is_exported(verdicts, self._options)
+        ]
+        entries = [
+            ServiceEntry(verdict, state.state_changes.get(verdict.key, 0))
+            for _, verdicts in exported
+            for verdict in verdicts
+        ]
+        for family, cluster_samples in CLUSTER_FAMILIES:
+            yield _filled(family, cluster_samples(state))
+        yield _filled(SERVICE_INFO, _service_info(exported))
+        yield _filled(SERVICE_CONFIG_ISSUE, _config_issues(exported))
+        for family, entry_samples in SERVICE_ENTRY_FAMILIES:
+            yield _filled(
+                family,
+                (
+                    ((*entry.verdict.key, *labels), value)
+                    for entry in entries
+                    for labels, value in entry_samples(entry)
+                ),
+            )
+        yield _filled(SERVICE_PROXY_NODES, _proxy_nodes(entries, state))
+        yield _filled(NODE_PROXY_SERVICES, _node_proxy_services(entries, state))
+        exported_keys = {service.key for service, _ in exported}
+        yield _filled(
+            LAST_EVENT_TIMESTAMP,
+            (
+                (key, timestamp)
+                for key, timestamp in sorted(state.last_event.items())
+                if key[:2] in exported_keys
+            ),
+        )
+        yield _filled(
+            CONTROLLER_EVENTS,
+            (((reason,), float(total)) for reason, total in sorted(state.event_totals.items())),
+        )
+
+
+def _service_info(exported: list[tuple[Service, tuple[ServiceVerdict, ...]]]) -> Iterator[Sample]:
+    for service, verdicts in exported:
+        yield (
+            (
+                service.namespace,
+                service.name,
+                str(verdicts[0].mechanism),
+                service.traffic_distribution or "",
+                service.internal_traffic_policy or "",
+            ),
+            1.0,
+        )
+
+
+def _config_issues(exported: list[tuple[Service, tuple[ServiceVerdict, ...]]]) -> Iterator[Sample]:
+    for service, verdicts in exported:
+        for issue in sorted(verdicts[0].config_issues):
+            yield (service.namespace, service.name, str(issue)), 1.0
+
+
+def _proxy_nodes(entries: list[ServiceEntry], state: ExporterState) -> Iterator[Sample]:
+    for entry in entries:
+        for mode, count in sorted(proxy_node_counts(entry.verdict, state).items()):
+            yield (*entry.verdict.key, str(mode)), float(count)
+
+
+def _node_proxy_services(entries: list[ServiceEntry], state: ExporterState) -> Iterator[Sample]:
+    """Per node and mode, over exported entries; computed per zone, then adjusted per node.
+
+    Every node of a zone shares the zone's mode unless a node hint names it, so the cost
+    is zones x entries plus the PreferSameNode nodes, not nodes x entries.
+    """
+    by_zone: dict[str, dict[ProxyMode, int]] = {}
+    adjustments: dict[str, dict[ProxyMode, int]] = {}
+    for entry in entries:
+        proxy = entry.verdict.proxy
+        for zone, mode in proxy.by_zone.items():
+            counts = by_zone.setdefault(zone, {})
+            counts[mode] = counts.get(mode, 0) + 1
+        for node in proxy.same_node:
+            zone_mode = proxy.by_zone.get(state.nodes.zone_of.get(node, ""))
+            adjust = adjustments.setdefault(node, {})
+            adjust[ProxyMode.PREFER_SAME_NODE] = adjust.get(ProxyMode.PREFER_SAME_NODE, 0) + 1
+            if zone_mode is not None:
+                adjust[zone_mode] = adjust.get(zone_mode, 0) - 1
+    for zone, nodes in state.nodes.by_zone.items():
+        zone_counts = by_zone.get(zone, {})
+        for node in nodes:
+            counts = dict(zone_counts)
+            for mode, delta in adjustments.get(node, {}).items():
+                counts[mode] = counts.get(mode, 0) + delta
+            for mode, count in sorted(counts.items()):
+                if count > 0:
+                    yield (node, zone, str(mode)), float(count)
+
+
+class FilteringCollector(Collector):
+    """Drops whole families the allowlist or denylist excludes, whoever produced them."""
+
+    def __init__(self, inner: Collector, family_filter: FamilyFilter) -> None:
+        self._inner = inner
+        self._filter = family_filter
+
+    def collect(self) -> Iterator[Metric]:
+        for metric in self._inner.collect():
+            exposed = metric.name + "_total" if metric.type == "counter" else metric.name
+            if self._filter.allows(exposed):
+                yield metric

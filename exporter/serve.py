@@ -1,0 +1,268 @@
+"""`serve`: sources -> store -> evaluator -> collector -> HTTP, and a clean stop."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import signal
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
+
+import structlog
+from prometheus_client import CollectorRegistry
+from prometheus_client.process_collector import ProcessCollector
+
+from exporter import __version__
+from exporter.evaluator import Evaluator
+from exporter.logs import LogFormat, configure_logging
+from exporter.metrics.collector import (
+    ExportOptions,
+    FamilyFilter,
+    FilteringCollector,
+    HintsCollector,
+)
+from exporter.metrics.instruments import RESOURCES, ExporterMetrics, StatusCollector
+from exporter.server import MetricsServer, make_app
+from exporter.snapshot import load_snapshot
+from exporter.sources.cluster import ENDPOINT_SLICES, EVENTS, NODES, SERVICES, sinks
+from exporter.sources.informer import Informer, InformerSettings
+from exporter.sources.kubeapi import KubeTransport, api_client
+from exporter.store import ClusterStore
+
+logger = structlog.get_logger("exporter")
+
+SHARD_FROM_POD_NAME = re.compile(r"-(\d+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    listen_address: str = ":9808"
+    snapshot: str | None = None
+    kubeconfig: str | None = None
+    context: str | None = None
+    all_services: bool = False
+    namespaces: tuple[str, ...] = ()
+    namespaces_exclude: tuple[str, ...] = ()
+    metric_allowlist: tuple[str, ...] = ()
+    metric_denylist: tuple[str, ...] = ()
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+    shard: int = 0
+    total_shards: int = 1
+    log_level: str = "info"
+    log_format: LogFormat | None = None
+    informer: InformerSettings = field(default_factory=InformerSettings)
+
+
+def shard_of(namespace: str, name: str, total_shards: int) -> int:
+    """A stable shard for a Service: the same in every process and every release."""
+    digest = hashlib.sha256(f"{namespace}/{name}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % total_shards
+
+
+def shard_from_pod_name(pod_name: str) -> int:
+    """A StatefulSet pod's ordinal, as kube-state-metrics derives its shard."""
+    match = SHARD_FROM_POD_NAME.search(pod_name)
+    if match is None:
+        raise ValueError(f"cannot derive a shard ordinal from pod name {pod_name!r}")
+    return int(match.group(1))
+
+
+def service_filter(options: ServeOptions) -> Callable[[str, str], bool]:
+    included = frozenset(options.namespaces)
+    excluded = frozenset(options.namespaces_exclude)
+
+    def accepts(namespace: str, name: str) -> bool:
+        if included and namespace not in included:
+            return False
+        if namespace in excluded:
+            return False
+        return options.total_shards <= 1 or (
+            shard_of(namespace, name, options.total_shards) == options.shard
+        )
+
+    return accepts
+
+
+class Exporter:
+    """The running exporter; `start()` returns once the HTTP server listens."""
+
+    def __init__(self, options: ServeOptions) -> None:
+        self.options = options
+        self.store = ClusterStore(accepts_service=service_filter(options))
+        self.registry = CollectorRegistry(auto_describe=False)
+        own = CollectorRegistry(auto_describe=False)
+        self.metrics = ExporterMetrics(
+            own,
+            version=__version__,
+            shard=options.shard,
+            total_shards=options.total_shards,
+            # A snapshot has no watches: no watch_up series rather than a false "down".
+            resources=() if options.snapshot is not None else RESOURCES,
+        )
+        self.evaluator = Evaluator(self.store, observe=self.metrics.evaluation)
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._transport: KubeTransport | None = None
+        self.informers: list[Informer[Any, Any]] = []
+        family_filter = FamilyFilter(options.metric_allowlist, options.metric_denylist)
+        hints = HintsCollector(
+            lambda: self.evaluator.state,
+            ready=self._ready.is_set,
+            options=ExportOptions(all_services=options.all_services),
+        )
+        status = StatusCollector(
+            self.store.counts, lambda: self.evaluator.state, self._ready.is_set
+        )
+        for collector in (hints, status, own):
+            self.registry.register(FilteringCollector(collector, family_filter))
+        ProcessCollector(registry=own)
+        self.server = MetricsServer(
+            make_app(self.registry, ready=self.readiness, healthy=self.liveness),
+            options.listen_address,
+            tls_cert_file=options.tls_cert_file,
+            tls_key_file=options.tls_key_file,
+        )
+
+    # -- probes ------------------------------------------------------------------------------
+
+    def readiness(self) -> tuple[bool, str]:
+        if self._ready.is_set():
+            degraded = [
+                f"{informer.spec.resource}: {informer.problem}"
+                for informer in self.informers
+                if informer.problem is not None
+            ]
+            return True, "ready" + "".join(f"; degraded: {item}" for item in degraded)
+        waiting = [
+            f"{informer.spec.resource}: {informer.problem or 'listing'}"
+            for informer in self.informers
+            if informer.spec.required and not informer.synced.is_set()
+        ]
+        return False, "not ready: " + ("; ".join(waiting) or "evaluating")
+
+    def liveness(self) -> tuple[bool, str]:
+        dead = [thread.name for thread in self._threads if not thread.is_alive()]
+        if dead and not self._stop.is_set():
+            return False, "stopped threads: " + ", ".join(dead)
+        return True, "ok"
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self.options.snapshot is not None:
+            self._load_snapshot(self.options.snapshot)
+        else:
+            self._start_informers()
+        self._spawn("evaluator", self._evaluate_loop)
+        self.server.start()
+        logger.info(
+            "serving",
+            url=self.server.url,
+            source=self.options.snapshot or "kubernetes api",
+            shard=self.options.shard,
+            total_shards=self.options.total_shards,
+        )
+
+    def stop(self) -> None:
+        self._stop.set()
+        for informer in self.informers:
+            informer.stop()
+        self.server.stop()
+        for thread in self._threads:
+            thread.join(timeout=5)
+        if self._transport is not None:
+            self._transport.close()
+
+    def wait(self) -> None:
+        self._stop.wait()
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _spawn(self, name: str, target: Callable[[], None]) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _load_snapshot(self, source: str) -> None:
+        snapshot = load_snapshot(source)
+        self.store.replace_nodes(snapshot.nodes)
+        self.store.replace_services(snapshot.services)
+        self.store.replace_endpoint_slices(snapshot.endpoint_slices)
+
+    def _start_informers(self) -> None:
+        self._transport = KubeTransport(api_client(self.options.kubeconfig, self.options.context))
+        resource_sinks = sinks(self.store)
+        for spec in (NODES, SERVICES, ENDPOINT_SLICES, EVENTS):
+            informer: Informer[Any, Any] = Informer(
+                spec,
+                self._transport,
+                resource_sinks[spec.resource],
+                self.metrics,
+                self.options.informer,
+            )
+            self.informers.append(informer)
+            self._spawn(f"informer-{spec.resource}", informer.run)
+
+    def _synced(self) -> bool:
+        return all(
+            informer.synced.is_set() for informer in self.informers if informer.spec.required
+        )
+
+    def _evaluate_loop(self) -> None:
+        while not self._stop.is_set():
+            # Observed before the step, so the step includes everything the lists brought.
+            synced = self._synced()
+            try:
+                self.evaluator.step()
+            except Exception:
+                # One bad evaluation must not kill the exporter; the next change retries.
+                logger.exception("evaluation failed")
+            if synced and not self._ready.is_set():
+                self._ready.set()
+                logger.info("ready", **self.store.counts())
+            self.store.wait_for_changes(0.5 if self._ready.is_set() else 0.05)
+
+
+def run(options: ServeOptions) -> int:
+    configure_logging(options.log_level, options.log_format)
+    exporter = Exporter(options)
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        logger.info("stopping", signal=signal.Signals(signum).name)
+        exporter.request_stop()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        exporter.start()
+        exporter.wait()
+    finally:
+        exporter.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    logger.info("stopped")
+    return 0
+
+
+def resolve_shard(shard: str, environ: dict[str, str] | None = None) -> int:
+    """`auto` takes the ordinal from POD_NAME (or HOSTNAME), as a StatefulSet names pods."""
+    if shard != "auto":
+        return int(shard)
+    env = os.environ if environ is None else environ
+    pod_name = env.get("POD_NAME") or env.get("HOSTNAME") or ""
+    return shard_from_pod_name(pod_name)
+
+
+def split_list(values: Sequence[str] | None) -> tuple[str, ...]:
+    """Flags that take comma-separated lists, repeatable."""
+    return tuple(
+        item.strip() for value in values or () for item in value.split(",") if item.strip()
+    )

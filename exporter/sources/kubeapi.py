@@ -1,0 +1,94 @@
+"""The `kubernetes` client for configuration, authentication and transport, and nothing more.
+
+Responses are read as raw bytes and decoded by `exporter.decode`: the client's models
+cost about 20x more time and 7x more memory on a large EndpointSlice list.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import kubernetes
+import urllib3
+from kubernetes.client import ApiClient, Configuration
+
+
+class ConfigError(Exception):
+    """No usable cluster configuration; the message is one line."""
+
+
+class ApiStatusError(Exception):
+    """The API server answered with a non-2xx status."""
+
+    def __init__(self, status: int, reason: str, message: str = "") -> None:
+        super().__init__(f"HTTP {status} {reason}: {message}".rstrip(": "))
+        self.status = status
+        self.reason = reason
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    connect: float = 10.0
+    read: float = 60.0
+
+
+def api_client(kubeconfig: str | None = None, context: str | None = None) -> ApiClient:
+    """In-cluster service account when running in a pod and no kubeconfig is given."""
+    try:
+        if kubeconfig is None and context is None and "KUBERNETES_SERVICE_HOST" in os.environ:
+            configuration = Configuration()
+            kubernetes.config.load_incluster_config(client_configuration=configuration)
+            return ApiClient(configuration)
+        return kubernetes.config.new_client_from_config(config_file=kubeconfig, context=context)
+    except (kubernetes.config.ConfigException, OSError, ValueError, TypeError) as error:
+        where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+        detail = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ConfigError(f"cannot load cluster configuration from {where}: {detail}") from None
+
+
+class KubeTransport:
+    """GET requests through the client's auth and connection pool, answered as raw bytes."""
+
+    def __init__(self, client: ApiClient) -> None:
+        self._client = client
+
+    def get(
+        self, path: str, query: Sequence[tuple[str, str]], timeouts: Timeouts
+    ) -> urllib3.BaseHTTPResponse:
+        """Start a GET and return the unread response; raise ApiStatusError on non-2xx."""
+        request = self._client.param_serialize(
+            method="GET",
+            resource_path=path,
+            query_params=list(query),
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+        )
+        response = self._client.call_api(
+            *request, _request_timeout=(timeouts.connect, timeouts.read)
+        ).response
+        if not 200 <= response.status <= 299:
+            body = response.data or b""
+            response.release_conn()
+            raise status_error(response.status, response.reason or "", body)
+        return response
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def status_error(status: int, reason: str, body: bytes) -> ApiStatusError:
+    """Build an ApiStatusError from a Status body when there is one."""
+    import msgspec  # noqa: PLC0415 - only on the error path
+
+    class _Status(msgspec.Struct):
+        message: str = ""
+        reason: str = ""
+
+    try:
+        decoded = msgspec.json.decode(body, type=_Status)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return ApiStatusError(status, reason, body[:200].decode("utf-8", "replace"))
+    return ApiStatusError(status, decoded.reason or reason, decoded.message)
