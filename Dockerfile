@@ -1,0 +1,44 @@
+# syntax=docker/dockerfile:1
+# topology-hints-exporter image: build a venv in one stage, copy only the venv into the next.
+# Build: docker build -t ghcr.io/topology-hints-exporter/topology-hints-exporter:0.1.0 .
+# The base tag is pinned; pin the digest too (python:3.11.11-slim-bookworm@sha256:...) when
+# building with registry access.
+
+FROM python:3.11.11-slim-bookworm AS builder
+
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_ROOT_USER_ACTION=ignore
+
+WORKDIR /src
+RUN python -m venv /opt/venv
+
+# Only what the wheel needs: the package metadata, the readme it names, and the package.
+COPY pyproject.toml README.md ./
+COPY exporter ./exporter
+# pip compiles the bytecode while installing (the root filesystem is read-only at run time);
+# the installers themselves are not needed at run time.
+RUN /opt/venv/bin/pip install --no-cache-dir . \
+    && /opt/venv/bin/pip uninstall --yes setuptools pip
+
+FROM python:3.11.11-slim-bookworm
+
+ARG VERSION=0.1.0
+LABEL org.opencontainers.image.title="topology-hints-exporter" \
+      org.opencontainers.image.description="Prometheus exporter that tells whether Kubernetes topology-aware routing works, and why not when it does not." \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.base.name="docker.io/library/python:3.11.11-slim-bookworm"
+
+# The venv lives at the same path as in the builder, so its scripts' shebangs still resolve.
+ENV PATH="/opt/venv/bin:${PATH}" \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+
+COPY --from=builder /opt/venv /opt/venv
+
+# nobody:nogroup, as in the Kubernetes manifests (runAsUser 65534).
+USER 65534:65534
+EXPOSE 9808
+ENTRYPOINT ["topology-hints-exporter"]
+CMD ["serve"]
