@@ -1,0 +1,427 @@
+"""Generate the topology-hints alerting rules, in the monitoring-mixin style.
+
+Run `python alerts/generate.py` after editing CONFIG or a rule below; it rewrites
+
+- `alerts/topology-hints.rules.yaml`: a plain Prometheus rule file (for `rule_files:`);
+- `deploy/overlays/prometheus-operator/prometheusrule.yaml`: the same groups as a
+  `monitoring.coreos.com/v1` PrometheusRule.
+
+Both files are committed; tests/test_alerts.py regenerates them and fails on any difference.
+`--root DIR` writes the two files under DIR instead of the repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+# --------------------------------------------------------------------------------------------------
+# Configuration: every selector, duration and threshold the rules use lives here.
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Config:
+    # Selects the exporter's scrape target: used as is for `up`, and for every topology_hints_*
+    # series together with `metric_selector`.
+    exporter_selector: str = 'job="topology-hints-exporter"'
+    # Extra matchers for the topology_hints_* series only (e.g. 'cluster="prod"'); "" for none.
+    metric_selector: str = ""
+    # Labels the Service, node and cluster alerts keep when they aggregate away the scrape target
+    # (instance, pod, ...). Add "cluster" when one Prometheus holds several clusters.
+    group_labels: tuple[str, ...] = ()
+    runbook_base_url: str = (
+        "https://github.com/topology-hints-exporter/topology-hints-exporter"
+        "/blob/main/docs/runbooks.md"
+    )
+    # How long a condition must hold before its alert fires, per alert name.
+    for_durations: dict[str, str] = field(
+        default_factory=lambda: {
+            "TopologyHintsDisabled": "15m",
+            "TopologyHintsIncomplete": "15m",
+            "TopologyHintsInsufficientNodeInfo": "15m",
+            "TopologyHintsDrift": "15m",  # long enough that it is not controller lag
+            "TopologyHintsZoneOverloaded": "15m",
+            "TopologyHintsZoneFallback": "15m",
+            "TopologyHintsFlapping": "0m",  # the flap window already spans time
+            "TopologyHintsConfigIssue": "15m",
+            "TopologyHintsExporterWatchDown": "5m",
+            "TopologyHintsExporterDown": "5m",
+        }
+    )
+    # TopologyHintsFlapping: this many expected-state flips within this window.
+    flap_window: str = "1h"
+    flap_threshold: int = 3
+    # TopologyHintsZoneOverloaded: the load factor the `auto` controller would never exceed.
+    overload_threshold: float = 1.2
+    # The PrometheusRule object. Its labels must match your Prometheus's `ruleSelector`
+    # (kube-prometheus selects `prometheus: k8s` and `role: alert-rules`): adjust them here.
+    prometheus_rule_name: str = "topology-hints-exporter"
+    prometheus_rule_labels: dict[str, str] = field(
+        default_factory=lambda: {
+            "app.kubernetes.io/name": "topology-hints-exporter",
+            "prometheus": "k8s",
+            "role": "alert-rules",
+        }
+    )
+
+
+CONFIG = Config()
+
+RULES_PATH = Path("alerts/topology-hints.rules.yaml")
+PROMETHEUS_RULE_PATH = Path("deploy/overlays/prometheus-operator/prometheusrule.yaml")
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+SERVICE = ("namespace", "service", "address_type")
+SERVICE_TEXT = "{{ $labels.namespace }}/{{ $labels.service }} ({{ $labels.address_type }})"
+
+# --------------------------------------------------------------------------------------------------
+# Building blocks
+# --------------------------------------------------------------------------------------------------
+
+
+def hints_selector(config: Config, *matchers: str) -> str:
+    """The label selector of a topology_hints_* series, with extra matchers."""
+    parts = [config.exporter_selector, config.metric_selector, *matchers]
+    return "{" + ", ".join(part for part in parts if part) + "}"
+
+
+def labels(config: Config, *names: str) -> str:
+    """A `by`/`on` label list: the configured group labels, then these."""
+    return "(" + ", ".join((*config.group_labels, *names)) + ")"
+
+
+def templated_query(
+    config: Config,
+    metric: str,
+    *,
+    scoped: tuple[str, ...] = (),
+    matcher: str = "",
+    suffix: str = "",
+) -> str:
+    """A Go-template pipeline yielding a query for `metric` whose `scoped` labels (and the group
+    labels) equal the alert's own."""
+    names = (*config.group_labels, *scoped)
+    placeholders = [f"{name}=%q" for name in names]
+    query = f"{metric}{hints_selector(config, *placeholders, matcher)}{suffix}"
+    if "`" in query:
+        raise ValueError(f"a query inside a template cannot contain a backquote: {query}")
+    if not names:
+        return f"`{query}`"
+    return f"printf `{query}` " + " ".join(f"$labels.{name}" for name in names)
+
+
+def aggregate(config: Config, operator: str, *names: str) -> str:
+    """`operator by (...)` over the group labels and these, or a plain `operator` over none."""
+    if not (config.group_labels or names):
+        return operator
+    return f"{operator} by {labels(config, *names)}"
+
+
+def runbook_url(config: Config, alert: str) -> str:
+    return f"{config.runbook_base_url}#{alert.lower()}"
+
+
+def alert(
+    config: Config,
+    name: str,
+    expr: str,
+    severity: str,
+    summary: str,
+    description: str,
+) -> dict[str, Any]:
+    rule: dict[str, Any] = {"alert": name, "expr": expr.strip() + "\n"}
+    duration = config.for_durations[name]
+    if duration not in {"0m", "0s"}:
+        rule["for"] = duration
+    rule["labels"] = {"severity": severity}
+    rule["annotations"] = {
+        "summary": summary,
+        "description": description,
+        "runbook_url": runbook_url(config, name),
+    }
+    return rule
+
+
+# --------------------------------------------------------------------------------------------------
+# The rules, one function per group
+# --------------------------------------------------------------------------------------------------
+
+
+def service_rules(config: Config) -> list[dict[str, Any]]:
+    c = config
+    below, above = (
+        templated_query(
+            c,
+            "topology_hints_service_nearest_feasible_endpoints",
+            scoped=SERVICE,
+            matcher=f'direction="{direction}"',
+        )
+        for direction in ("below", "above")
+    )
+    nearest = (
+        f"{{{{ with {below} | query }}}}{{{{ . | first | value | humanize }}}}"
+        "{{ else }}none{{ end }} below, "
+        f"{{{{ with {above} | query }}}}{{{{ . | first | value | humanize }}}}"
+        "{{ else }}none{{ end }} above"
+    )
+    return [
+        alert(
+            c,
+            "TopologyHintsDisabled",
+            f"""
+{aggregate(c, "max", *SERVICE, "reason")} (
+  topology_hints_service_disabled_reason{hints_selector(c)} == 1
+  and on {labels(c, *SERVICE)}
+  topology_hints_service_expected_enabled{hints_selector(c)} == 0
+)
+""",
+            "warning",
+            "Topology-aware hints are disabled for a Service that asks for them.",
+            f"Service {SERVICE_TEXT} sets topology-mode Auto, but the EndpointSlice controller "
+            "refuses to write topology hints for it: {{ $labels.reason }}. "
+            "kube-proxy routes its traffic across all zones.",
+        ),
+        alert(
+            c,
+            "TopologyHintsIncomplete",
+            f"""
+{aggregate(c, "max", *SERVICE)} (
+  topology_hints_service_hint_completeness{hints_selector(c)} > 0 < 1
+)
+""",
+            "warning",
+            "Some ready endpoints of a Service lack a zone hint, so kube-proxy ignores all hints.",
+            "{{ $value | humanizePercentage }} of the ready endpoints of Service "
+            f"{SERVICE_TEXT} carry a zone hint. kube-proxy uses hints only when every ready "
+            "endpoint has one, so it routes this Service across all zones.",
+        ),
+        alert(
+            c,
+            "TopologyHintsDrift",
+            f"""
+{aggregate(c, "max", *SERVICE, "kind")} (
+  topology_hints_service_drift{hints_selector(c)} == 1
+)
+""",
+            "warning",
+            "The hints in a Service's EndpointSlices differ from the expected result.",
+            f"Service {SERVICE_TEXT} has drift of kind {{{{ $labels.kind }}}} for more than "
+            f"{c.for_durations['TopologyHintsDrift']}: longer than normal controller lag, so "
+            "the EndpointSlice controller is not applying the expected hints.",
+        ),
+        alert(
+            c,
+            "TopologyHintsFlapping",
+            f"""
+{aggregate(c, "max", *SERVICE)} (
+  increase(topology_hints_service_state_changes_total{hints_selector(c)}[{c.flap_window}])
+) >= {c.flap_threshold}
+""",
+            "warning",
+            "The expected topology-hints state of a Service flips between enabled and disabled.",
+            f"The expected hints state of Service {SERVICE_TEXT} flipped at least "
+            f"{c.flap_threshold} times in {c.flap_window}: its ready endpoint count keeps "
+            "crossing counts the controller refuses. Nearest ready endpoint counts that "
+            f"enable hints: {nearest}.",
+        ),
+    ]
+
+
+def cluster_rules(config: Config) -> list[dict[str, Any]]:
+    c = config
+    nodes = templated_query(c, "topology_hints_node_missing_topology_info", suffix=" == 1")
+    return [
+        alert(
+            c,
+            "TopologyHintsInsufficientNodeInfo",
+            f"""
+{aggregate(c, "min")} (
+  topology_hints_sufficient_node_info{hints_selector(c)}
+) == 0
+""",
+            "warning",
+            "Node information is insufficient: topology-mode Auto is disabled for every Service.",
+            "The EndpointSlice controller cannot compute zone capacities, so it refuses "
+            "topology hints for every Service with topology-mode Auto."
+            f'{{{{ range {nodes} | query | sortByLabel "missing" | sortByLabel "node" }}}}'
+            " Node {{ .Labels.node }} has no {{ .Labels.missing }}."
+            "{{ else }} No Ready worker node lacks a zone or CPU: fewer than 2 zones remain."
+            "{{ end }}",
+        ),
+    ]
+
+
+def kube_proxy_rules(config: Config) -> list[dict[str, Any]]:
+    c = config
+    return [
+        alert(
+            c,
+            "TopologyHintsZoneFallback",
+            f"""
+{aggregate(c, "max", *SERVICE, "zone")} (
+  topology_hints_service_proxy_mode{hints_selector(c, 'mode="Cluster"')} == 1
+  and on {labels(c, *SERVICE)}
+  topology_hints_service_proxy_mode{hints_selector(c, 'mode=~"PreferSameZone|PreferSameNode"')} == 1
+)
+""",
+            "warning",
+            "In one zone kube-proxy routes a Service across all zones; other zones stay local.",
+            "{{ if $labels.zone }}In zone {{ $labels.zone }}{{ else }}On nodes without a zone "
+            "label{{ end }}, kube-proxy runs Service "
+            f"{SERVICE_TEXT} in Cluster mode while other zones follow its topology hints: "
+            "no ready endpoint is hinted for these nodes' zone, so their clients' traffic leaves "
+            "the zone.",
+        ),
+        alert(
+            c,
+            "TopologyHintsZoneOverloaded",
+            f"""
+{aggregate(c, "max", *SERVICE, "zone")} (
+  topology_hints_zone_load_factor{hints_selector(c)} > {c.overload_threshold}
+  and on {labels(c, "namespace", "service")}
+  topology_hints_service_info{hints_selector(c, 'mechanism="traffic-distribution"')}
+)
+""",
+            "warning",
+            "Endpoints of one zone receive more than their fair share of a Service's traffic.",
+            f"Service {SERVICE_TEXT} uses trafficDistribution, which has no overload guard: "
+            'each endpoint hinted for zone {{ $labels.zone }} gets {{ $value | printf "%.2f" }} '
+            "times its fair share of traffic (when traffic follows CPU).",
+        ),
+    ]
+
+
+def configuration_rules(config: Config) -> list[dict[str, Any]]:
+    c = config
+    return [
+        alert(
+            c,
+            "TopologyHintsConfigIssue",
+            f"""
+{aggregate(c, "max", "namespace", "service", "issue")} (
+  topology_hints_service_config_issue{hints_selector(c)} == 1
+)
+""",
+            "info",
+            "A Service's topology-aware routing settings conflict or are ignored.",
+            "Service {{ $labels.namespace }}/{{ $labels.service }} has the topology "
+            "configuration issue {{ $labels.issue }}.",
+        ),
+    ]
+
+
+def exporter_rules(config: Config) -> list[dict[str, Any]]:
+    c = config
+    up = f"up{{{c.exporter_selector}}}"
+    return [
+        alert(
+            c,
+            "TopologyHintsExporterWatchDown",
+            f"topology_hints_watch_up{hints_selector(c)} == 0",
+            "critical",
+            "topology-hints-exporter lost its watch on a Kubernetes resource.",
+            "The {{ $labels.resource }} watch of topology-hints-exporter "
+            "{{ $labels.instance }} has been down for more than "
+            f"{c.for_durations['TopologyHintsExporterWatchDown']}: its verdicts are stale "
+            "and topology-hints alerts may be wrong or missing.",
+        ),
+        alert(
+            c,
+            "TopologyHintsExporterDown",
+            f"{up} == 0 or absent({up})",
+            "critical",
+            "topology-hints-exporter is down or not scraped.",
+            "Prometheus has not scraped job {{ $labels.job }}"
+            "{{ with $labels.instance }} instance {{ . }}{{ end }} for more than "
+            f"{c.for_durations['TopologyHintsExporterDown']}: topology-hints-exporter is down "
+            "or missing, and no other topology-hints alert can fire.",
+        ),
+    ]
+
+
+def groups(config: Config) -> list[dict[str, Any]]:
+    return [
+        {"name": "topology-hints-services", "rules": service_rules(config)},
+        {"name": "topology-hints-cluster", "rules": cluster_rules(config)},
+        {"name": "topology-hints-kube-proxy", "rules": kube_proxy_rules(config)},
+        {"name": "topology-hints-configuration", "rules": configuration_rules(config)},
+        {"name": "topology-hints-exporter", "rules": exporter_rules(config)},
+    ]
+
+
+# --------------------------------------------------------------------------------------------------
+# Output
+# --------------------------------------------------------------------------------------------------
+
+HEADER = "# Generated by alerts/generate.py from its CONFIG block: do not edit by hand.\n"
+PROMETHEUS_RULE_HEADER = (
+    HEADER + "# metadata.labels must match your Prometheus's ruleSelector: adjust\n"
+    "# prometheus_rule_labels in alerts/generate.py (kustomize sets the namespace).\n"
+)
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style for multi-line strings (the expressions), plain keys in insertion order."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def dump(document: dict[str, Any]) -> str:
+    return yaml.dump(document, Dumper=_Dumper, sort_keys=False, width=1_000_000, indent=2)
+
+
+def rule_file(config: Config) -> str:
+    return HEADER + dump({"groups": groups(config)})
+
+
+def prometheus_rule(config: Config) -> str:
+    document = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {
+            "name": config.prometheus_rule_name,
+            "labels": dict(config.prometheus_rule_labels),
+        },
+        "spec": {"groups": groups(config)},
+    }
+    return PROMETHEUS_RULE_HEADER + dump(document)
+
+
+def write(root: Path, config: Config = CONFIG) -> list[Path]:
+    written = []
+    for relative, text in (
+        (RULES_PATH, rule_file(config)),
+        (PROMETHEUS_RULE_PATH, prometheus_rule(config)),
+    ):
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=REPO_ROOT,
+        help="directory to write alerts/ and deploy/ files under (default: the repository)",
+    )
+    for path in write(parser.parse_args().root):
+        print(path)
+
+
+if __name__ == "__main__":
+    main()
