@@ -1,0 +1,390 @@
+"""The Grafana dashboards: generated, committed, well-formed, and querying SPEC section 9."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import PROJECT_ROOT, require_binary
+from tests.e2e.dashboard_queries import (
+    DASHBOARDS_DIR,
+    GENERATOR,
+    dashboard_queries,
+    load_generator,
+    variable_selectors,
+)
+
+SPEC = PROJECT_ROOT.parent / "shared" / "SPEC.md"
+EXPECTED_FILES = {
+    "topology-hints-overview.json": "topology-hints-overview",
+    "topology-hints-service.json": "topology-hints-service",
+    "topology-hints-nodes.json": "topology-hints-nodes",
+}
+SERVICE_UID = "topology-hints-service"
+HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
+# Labels Prometheus adds or that PromQL itself uses, on top of the exporter's.
+EXTRA_LABELS = {"cluster", "le"}
+
+METRIC = re.compile(r"\btopology_hints_[a-z0-9_]+")
+SELECTOR = re.compile(r"\b(topology_hints_[a-z0-9_]+)(\{[^}]*\})?")
+MATCHER = re.compile(r'(\w+)\s*(=~|!~|!=|=)\s*"[^"]*"')
+GROUPING = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)")
+LEGEND_LABEL = re.compile(r"\{\{\s*(\w+)\s*\}\}")
+
+
+def _dashboards() -> dict[str, dict[str, Any]]:
+    return {
+        name: json.loads((DASHBOARDS_DIR / name).read_text(encoding="utf-8"))
+        for name in EXPECTED_FILES
+    }
+
+
+DASHBOARDS = _dashboards()
+
+
+def _panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every panel, rows' nested panels included, rows themselves excluded."""
+    found = []
+    pending = list(dashboard["panels"])
+    while pending:
+        panel = pending.pop(0)
+        pending[0:0] = panel.get("panels", [])
+        if panel["type"] != "row":
+            found.append(panel)
+    return found
+
+
+def _queries(dashboard: dict[str, Any]) -> list[tuple[str, str]]:
+    return load_generator().panel_queries(dashboard)
+
+
+# --- SPEC section 9 ----------------------------------------------------------------------------
+def _spec_section_9() -> str:
+    if not SPEC.is_file():
+        pytest.skip(f"{SPEC} not found: cannot check metric names against SPEC section 9")
+    text = SPEC.read_text(encoding="utf-8")
+    start = text.index("## 9.")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else len(text)]
+
+
+def _label_list(cell: str) -> set[str]:
+    cell = re.sub(r"\([^)]*\)", "", cell)
+    labels: set[str] = set()
+    for raw in re.split(r"[,\s]+", cell):
+        name = raw.strip("` ")
+        if name == "S":
+            labels |= {"namespace", "service", "address_type"}
+        elif name:
+            labels.add(name)
+    return labels
+
+
+def spec_families() -> tuple[dict[str, set[str]], set[str]]:
+    """SPEC section 9's families with their labels, and the names of histogram families."""
+    section = _spec_section_9()
+    families: dict[str, set[str]] = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if not line.startswith("|") or len(cells) < 2 or "topology_hints_" not in cells[0]:
+            continue
+        names = re.findall(r"`([a-z0-9_]+)`", cells[0])
+        first = names[0]
+        for name in names:
+            full = first.rsplit("_", 1)[0] + name if name.startswith("_") else name
+            families[full] = _label_list(cells[1])
+    for name, labels in re.findall(r"`(topology_hints_[a-z0-9_]+)\{([^}]*)\}`", section):
+        families[name] = _label_list(labels)
+    for name in re.findall(r"`(topology_hints_[a-z0-9_]+)`", section):
+        families.setdefault(name, set())
+    histograms = set(re.findall(r"`(topology_hints_[a-z0-9_]+)`\s*\(histogram\)", section))
+    return families, histograms
+
+
+def family_of(name: str, families: dict[str, set[str]], histograms: set[str]) -> str | None:
+    """The SPEC family a series name belongs to (histogram series carry a suffix)."""
+    if name in families:
+        return name
+    for suffix in HISTOGRAM_SUFFIXES:
+        base = name.removesuffix(suffix)
+        if base != name and base in histograms:
+            return base
+    return None
+
+
+def test_spec_parser_reads_section_9() -> None:
+    """The SPEC parser finds the families and labels the dashboard checks rely on."""
+    families, histograms = spec_families()
+    assert families["topology_hints_zone_allocation_maximum"] == {
+        "namespace",
+        "service",
+        "address_type",
+        "zone",
+    }
+    assert families["topology_hints_node_proxy_services"] == {"node", "zone", "mode"}
+    assert families["topology_hints_node_missing_topology_info"] == {"node", "missing"}
+    assert families["topology_hints_sufficient_node_info"] == set()
+    assert histograms == {"topology_hints_evaluation_duration_seconds"}
+
+
+# --- Generation --------------------------------------------------------------------------------
+def test_regenerating_reproduces_the_committed_json(tmp_path: Path) -> None:
+    """`generate.py OUTDIR` writes exactly the committed files, byte for byte."""
+    result = subprocess.run(
+        [sys.executable, str(GENERATOR), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    generated = sorted(path.name for path in tmp_path.iterdir())
+    committed = sorted(path.name for path in DASHBOARDS_DIR.glob("*.json"))
+    assert generated == committed == sorted(EXPECTED_FILES)
+    for name in generated:
+        assert (tmp_path / name).read_bytes() == (DASHBOARDS_DIR / name).read_bytes(), (
+            f"{name} is stale: run `python dashboards/generate.py`"
+        )
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_FILES))
+def test_json_has_sorted_keys_and_a_trailing_newline(name: str) -> None:
+    """The committed JSON is in canonical form, so that diffs stay readable."""
+    text = (DASHBOARDS_DIR / name).read_text(encoding="utf-8")
+    assert text == json.dumps(json.loads(text), sort_keys=True, indent=2) + "\n"
+
+
+# --- Dashboard conventions ---------------------------------------------------------------------
+@pytest.mark.parametrize(("name", "uid"), sorted(EXPECTED_FILES.items()))
+def test_dashboard_identity(name: str, uid: str) -> None:
+    """Each dashboard has its stable uid, the project tags and a link to its siblings."""
+    dashboard = DASHBOARDS[name]
+    assert dashboard["uid"] == uid
+    assert dashboard["tags"] == ["topology-hints", "kubernetes"]
+    assert dashboard["description"]
+    assert any(
+        link["type"] == "dashboards" and "topology-hints" in link["tags"] and link["includeVars"]
+        for link in dashboard["links"]
+    )
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_FILES))
+def test_variables(name: str) -> None:
+    """Variables are datasource, cluster (hidden), namespace, and service on the drill-down."""
+    dashboard = DASHBOARDS[name]
+    variables = dashboard["templating"]["list"]
+    expected = ["datasource", "cluster", "namespace"]
+    if dashboard["uid"] == SERVICE_UID:
+        expected.append("service")
+    assert [variable["name"] for variable in variables] == expected
+    datasource, cluster = variables[0], variables[1]
+    assert datasource["type"] == "datasource"
+    assert datasource["query"] == "prometheus"
+    assert cluster["query"] == "label_values(topology_hints_build_info, cluster)"
+    assert cluster["hide"] == 2  # VariableHide.HIDE_VARIABLE
+    for variable in variables[1:]:
+        assert variable["datasource"] == {"type": "prometheus", "uid": "${datasource}"}
+
+
+def test_multi_cluster_flag_shows_the_cluster_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SHOW_MULTI_CLUSTER at the top of generate.py makes the cluster variable visible."""
+    generator = load_generator()
+    monkeypatch.setattr(generator, "SHOW_MULTI_CLUSTER", value=True)
+    shown = json.loads(generator.render(generator.overview()))
+    assert shown["templating"]["list"][1]["name"] == "cluster"
+    assert shown["templating"]["list"][1]["hide"] == 0
+    monkeypatch.setattr(generator, "SHOW_MULTI_CLUSTER", value=False)
+    hidden = json.loads(generator.render(generator.overview()))
+    assert hidden["templating"]["list"][1]["hide"] == 2
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_FILES))
+def test_panels_have_unit_description_datasource_and_queries(name: str) -> None:
+    """Every panel has a unit, a description, ${datasource} and at least one query."""
+    panels = _panels(DASHBOARDS[name])
+    assert panels
+    for panel in panels:
+        title = panel["title"]
+        assert panel["fieldConfig"]["defaults"].get("unit"), f"{title}: no unit"
+        assert panel.get("description"), f"{title}: no description"
+        assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, title
+        assert panel["targets"], f"{title}: no query"
+        for target in panel["targets"]:
+            assert target["expr"], title
+            assert target.get("datasource", panel["datasource"]) == panel["datasource"], title
+        ref_ids = [target["refId"] for target in panel["targets"]]
+        assert len(set(ref_ids)) == len(ref_ids), f"{title}: duplicate refIds"
+    ids = [panel["id"] for panel in DASHBOARDS[name]["panels"]]
+    assert len(set(ids)) == len(ids)
+
+
+def test_ratio_panels_use_percentunit_and_load_factor_has_its_threshold() -> None:
+    """Shares are shown as percentages, and the load factor marks the 1.2 overload guard."""
+    ratio_metrics = ("topology_hints_zone_cpu_ratio", "topology_hints_service_hint_completeness")
+    checked = 0
+    for dashboard in DASHBOARDS.values():
+        for panel in _panels(dashboard):
+            # Counting the series of a ratio family (e.g. zones) is not a ratio.
+            exprs = [t["expr"] for t in panel["targets"] if not t["expr"].startswith("count")]
+            unit = panel["fieldConfig"]["defaults"]["unit"]
+            if any(metric in expr for metric in ratio_metrics for expr in exprs):
+                assert unit == "percentunit", panel["title"]
+                checked += 1
+    assert checked >= 3
+    service = DASHBOARDS["topology-hints-service.json"]
+    (load_factor,) = [p for p in _panels(service) if p["title"] == "Zone load factor"]
+    steps = load_factor["fieldConfig"]["defaults"]["thresholds"]["steps"]
+    assert 1.2 in [step["value"] for step in steps]
+
+
+def test_data_links_point_at_generated_dashboards() -> None:
+    """Every `/d/<uid>` link in any dashboard names one of the generated dashboards."""
+    uids = set(EXPECTED_FILES.values())
+    linked = set()
+    for name in EXPECTED_FILES:
+        text = (DASHBOARDS_DIR / name).read_text(encoding="utf-8")
+        linked |= set(re.findall(r"/d/([a-z0-9-]+)/", text))
+    assert linked
+    assert linked <= uids
+
+
+# --- Queries against SPEC section 9 ------------------------------------------------------------
+def test_every_metric_is_a_spec_family() -> None:
+    """Every metric name in a panel or variable query is a family of SPEC section 9."""
+    families, histograms = spec_families()
+    used = set()
+    for dashboard in DASHBOARDS.values():
+        texts = [expr for _, expr in _queries(dashboard)]
+        texts += [variable["query"] for variable in dashboard["templating"]["list"][1:]]
+        for text in texts:
+            used |= set(METRIC.findall(text))
+    unknown = sorted(name for name in used if family_of(name, families, histograms) is None)
+    assert not unknown, f"not in SPEC section 9: {unknown}"
+
+
+def test_every_spec_family_is_on_some_dashboard() -> None:
+    """No family of SPEC section 9 is left out of the dashboards."""
+    families, histograms = spec_families()
+    used = set()
+    for dashboard in DASHBOARDS.values():
+        texts = [expr for _, expr in _queries(dashboard)]
+        texts += [variable["query"] for variable in dashboard["templating"]["list"][1:]]
+        for text in texts:
+            used |= {family_of(name, families, histograms) for name in METRIC.findall(text)}
+    assert sorted(set(families) - used) == []
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_FILES))
+def test_selectors_use_cluster_namespace_and_service(name: str) -> None:
+    """Each selector matches cluster, namespace where the family has it, service on drill-down."""
+    families, histograms = spec_families()
+    dashboard = DASHBOARDS[name]
+    for title, expr in _queries(dashboard):
+        for metric, braces in SELECTOR.findall(expr):
+            labels = families[family_of(metric, families, histograms) or metric]
+            matched = {label for label, _ in MATCHER.findall(braces)}
+            where = f"{title}: {metric}{braces}"
+            assert "cluster" in matched, where
+            assert ("namespace" in matched) == ("namespace" in labels), where
+            if dashboard["uid"] == SERVICE_UID:
+                assert ("service" in matched) == ("service" in labels), where
+
+
+def test_label_names_are_spec_labels() -> None:
+    """Labels in matchers, groupings, legends and label_values are exported (or cluster, le)."""
+    families, _ = spec_families()
+    known = set().union(*families.values()) | EXTRA_LABELS
+    for dashboard in DASHBOARDS.values():
+        texts = []
+        for panel in _panels(dashboard):
+            for target in panel["targets"]:
+                texts.append(target["expr"])
+                texts.append(target.get("legendFormat", ""))
+        texts += [variable["query"] for variable in dashboard["templating"]["list"][1:]]
+        for text in texts:
+            used = {label for label, _ in MATCHER.findall(text)}
+            used |= set(LEGEND_LABEL.findall(text))
+            for group in GROUPING.findall(text):
+                used |= {label.strip() for label in group.split(",") if label.strip()}
+            used |= set(re.findall(r"^label_values\(.*,\s*(\w+)\)$", text))
+            assert used <= known, f"unknown labels {sorted(used - known)} in {text!r}"
+
+
+# --- PromQL validity with promtool -------------------------------------------------------------
+def promtool_check(exprs: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """Run `promtool check rules` on one recording rule per expression."""
+    promtool = require_binary("promtool")
+    lines = ["groups:", "  - name: dashboards", "    rules:"]
+    for index, expr in enumerate(exprs):
+        lines.append(f"      - record: dashboard:query_{index}")
+        lines.append(f"        expr: {json.dumps(expr)}")
+    rules = tmp_path / "dashboard-queries.rules.yaml"
+    rules.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return subprocess.run(
+        [promtool, "check", "rules", str(rules)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+
+
+def test_every_query_is_valid_promql(tmp_path: Path) -> None:
+    """promtool accepts every panel query and variable selector once variables are substituted."""
+    queries = dashboard_queries("default", "web", cluster="prod", rate_interval="2m")
+    selectors = variable_selectors("default", "web", cluster="prod")
+    exprs = [expr for _, _, expr in queries] + [selector for _, _, selector, _ in selectors]
+    assert len(queries) >= 40
+    assert not any("$" in expr for expr in exprs)
+    result = promtool_check(exprs, tmp_path)
+    named = "\n".join(f"query_{index}: {expr}" for index, expr in enumerate(exprs))
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}\n{named}"
+    assert f"{len(exprs)} rules found" in result.stdout
+
+
+def test_promtool_check_rejects_invalid_promql(tmp_path: Path) -> None:
+    """The promtool check is not vacuous: a comparison mistaken for a join is refused."""
+    result = promtool_check(
+        [
+            (
+                "topology_hints_service_expected_enabled == 1 * on (namespace, service) "
+                "group_left (mechanism) topology_hints_service_info"
+            )
+        ],
+        tmp_path,
+    )
+    assert result.returncode != 0
+
+
+def test_substitution_matches_grafana_variables() -> None:
+    """The e2e helper substitutes namespace, service, cluster and the interval variables."""
+    queries = dashboard_queries("shop", "cart", cluster="eu-1", rate_interval="3m")
+    by_title = {(uid, title): expr for uid, title, expr in queries}
+    changes = by_title[(SERVICE_UID, "Expected state changes")]
+    assert 'namespace="shop"' in changes
+    assert 'service="cart"' in changes
+    assert 'cluster="eu-1"' in changes
+    assert "[3m]" in changes
+    uids = {uid for uid, _, _ in queries}
+    assert uids == set(EXPECTED_FILES.values())
+
+
+def test_proxy_mode_codes_map_back_to_their_mode() -> None:
+    """The mode-by-zone timeline shows, for each numeric code, the mode the query encoded."""
+    service = DASHBOARDS["topology-hints-service.json"]
+    (panel,) = [p for p in _panels(service) if p["title"] == "kube-proxy mode by zone"]
+    (target,) = panel["targets"]
+    codes = re.findall(r'mode="(\w+)"\}\) \* (\d+)', target["expr"])
+    assert sorted(mode for mode, _ in codes) == sorted(
+        ["PreferSameNode", "PreferSameZone", "Cluster", "Local"]
+    )
+    (mapping,) = panel["fieldConfig"]["defaults"]["mappings"]
+    assert {code: mapping["options"][code]["text"] for _, code in codes} == {
+        code: mode for mode, code in codes
+    }
