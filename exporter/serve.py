@@ -13,7 +13,7 @@ from types import FrameType
 from typing import Any
 
 import structlog
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, disable_created_metrics
 from prometheus_client.process_collector import ProcessCollector
 
 from exporter import __version__
@@ -94,6 +94,9 @@ class Exporter:
     def __init__(self, options: ServeOptions) -> None:
         self.options = options
         self.store = ClusterStore(accepts_service=service_filter(options))
+        # _created series double every counter's cardinality and no alert or dashboard uses
+        # them (kube-state-metrics does not expose them either).
+        disable_created_metrics()
         self.registry = CollectorRegistry(auto_describe=False)
         own = CollectorRegistry(auto_describe=False)
         self.metrics = ExporterMetrics(

@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+
+import pytest
+
+from exporter.serve import Exporter, ServeOptions
+from tests.k8s_objects import Obj
+from tests.scrape import running_exporter
+
+ServeSnapshot = Callable[..., AbstractContextManager[Exporter]]
+
+
+@pytest.fixture
+def serve_snapshot(tmp_path: Path) -> ServeSnapshot:
+    """Serve a snapshot (a List dict) from an in-process exporter on a free loopback port."""
+
+    @contextmanager
+    def serve(snapshot: Obj, **options: object) -> Iterator[Exporter]:
+        path = tmp_path / "snapshot.json"
+        path.write_text(json.dumps(snapshot))
+        serve_options = ServeOptions(
+            listen_address="127.0.0.1:0",
+            snapshot=str(path),
+            **options,  # type: ignore[arg-type]
+        )
+        with running_exporter(serve_options) as exporter:
+            yield exporter
+
+    return serve

@@ -1,0 +1,83 @@
+"""docs/metrics.md, the family declarations, SPEC section 9 and a real scrape agree."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+
+from exporter.metrics.families import all_families
+from exporter.metrics.reference import markdown
+from tests.conftest import CONFORMANCE_DIR, IN_CI, PROJECT_ROOT, require_binary
+from tests.k8s_objects import as_list, endpoint_slice, service, three_zone_nodes, zone_endpoints
+from tests.metrics.conftest import ServeSnapshot
+from tests.scrape import base_url, http_get, scrape
+
+SPEC = CONFORMANCE_DIR.parent / "SPEC.md"
+
+
+def _spec_families() -> set[str]:
+    if not SPEC.exists():
+        if IN_CI:
+            pytest.fail(f"{SPEC} is missing")
+        pytest.skip(f"{SPEC} not found")
+    section = SPEC.read_text().split("## 9.", 1)[1]
+    names = set(re.findall(r"`(topology_hints_[a-z_]+)`", section))
+    # "`topology_hints_zone_allocation_minimum` / `_maximum` / `_desired`"
+    names |= {
+        f"topology_hints_zone_allocation{suffix}"
+        for suffix in re.findall(r"/ `(_[a-z]+)`", section)
+    }
+    return {name for name in names if name != "topology_hints_"}
+
+
+def test_docs_page_is_generated_from_the_declarations() -> None:
+    """docs/metrics.md is exactly what the generator writes from families.py."""
+    assert (PROJECT_ROOT / "docs" / "metrics.md").read_text() == markdown()
+
+
+def test_every_spec_family_is_declared() -> None:
+    """Each family SPEC section 9 requires is declared (and so documented)."""
+    declared = {family.name for family in all_families()}
+    missing = _spec_families() - declared
+    assert not missing, f"SPEC families not implemented: {sorted(missing)}"
+
+
+def test_scrape_exposes_exactly_the_documented_families(serve_snapshot: ServeSnapshot) -> None:
+    """A real scrape's topology_hints_* families are the documented ones, no more, no less."""
+    cluster = as_list(
+        three_zone_nodes(),
+        service("shop", "web", topology_mode="Auto"),
+        endpoint_slice("shop", "web-1", "web", zone_endpoints(9)),
+    )
+    with serve_snapshot(cluster) as exporter:
+        result = scrape(base_url(exporter))
+    exposed = {name for name in result.families if name.startswith("topology_hints_")}
+    documented = {
+        # The text parser reports counters without their _total suffix.
+        family.name.removesuffix("_total")
+        for family in all_families()
+    }
+    assert exposed == documented
+
+
+def test_promtool_check_metrics_is_clean(serve_snapshot: ServeSnapshot) -> None:
+    """`promtool check metrics` on a real scrape reports no problem and no warning."""
+    promtool = require_binary("promtool")
+    cluster = as_list(
+        three_zone_nodes(),
+        service("shop", "web", topology_mode="Auto"),
+        endpoint_slice("shop", "web-1", "web", zone_endpoints(8, hinted=False)),
+        service("shop", "close", traffic_distribution="PreferClose"),
+        endpoint_slice("shop", "close-1", "close", zone_endpoints(4, prefix="10.0.5")),
+    )
+    with serve_snapshot(cluster) as exporter:
+        status, body = http_get(base_url(exporter) + "/metrics")
+    assert status == 200
+    checked = subprocess.run(
+        [promtool, "check", "metrics"], input=body, capture_output=True, text=True, check=False
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.strip() == "", checked.stdout
+    assert checked.stderr.strip() == "", checked.stderr
