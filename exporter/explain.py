@@ -406,17 +406,16 @@ def proxy_lines(
     lines = []
     for zone, mode in proxy.by_zone.items():
         nodes = [n for n in evaluation.nodes.by_zone.get(zone, ()) if n not in proxy.same_node]
-        tone = Tone.GOOD if mode is ProxyMode.PREFER_SAME_ZONE else Tone.WARN
-        painted = options.paint(f"{mode:<14}", tone if mode is not ProxyMode.LOCAL else Tone.BOLD)
-        lines.append(
-            f"{zone_name(zone):<{width}}  {painted}  {plural(len(nodes), 'node')}: "
-            f"{_MODE_TEXT[mode]}"
-        )
+        tone = {ProxyMode.PREFER_SAME_ZONE: Tone.GOOD, ProxyMode.LOCAL: Tone.BOLD}
+        painted = options.paint(f"{mode:<14}", tone.get(mode, Tone.WARN))
+        what = _MODE_TEXT[mode] if nodes else "every node of the zone is in PreferSameNode"
+        lines.append(f"{zone_name(zone):<{width}}  {painted}  {plural(len(nodes), 'node')}: {what}")
     if proxy.same_node:
-        lines.append(
-            f"{options.paint(ProxyMode.PREFER_SAME_NODE, Tone.GOOD)} on "
-            f"{', '.join(proxy.same_node)}: {_MODE_TEXT[ProxyMode.PREFER_SAME_NODE]}"
+        same_node = (
+            f"{ProxyMode.PREFER_SAME_NODE} on {', '.join(proxy.same_node)}: "
+            f"{_MODE_TEXT[ProxyMode.PREFER_SAME_NODE]}"
         )
+        lines += reflow(same_node, options, Tone.GOOD, hang="  ")
     return lines
 
 
