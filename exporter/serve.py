@@ -96,7 +96,7 @@ class Exporter:
         self.store = ClusterStore(accepts_service=service_filter(options))
         # _created series double every counter's cardinality and no alert or dashboard uses
         # them (kube-state-metrics does not expose them either).
-        disable_created_metrics()
+        disable_created_metrics()  # type: ignore[no-untyped-call]
         self.registry = CollectorRegistry(auto_describe=False)
         own = CollectorRegistry(auto_describe=False)
         self.metrics = ExporterMetrics(

@@ -29,3 +29,7 @@ def require_binary(name: str) -> str:
             pytest.fail(f"{name} is not installed; .ci/run must install it")
         pytest.skip(f"{name} is not installed (apt-get install the Debian package to run this)")
     return path
+
+
+# The Kubernetes-compatible test API server's fixtures (kube_api, kubeconfig).
+pytest_plugins = ["tests.kubeapi.fixtures"]

@@ -154,9 +154,14 @@ class Informer(Generic[_Raw, _Slim]):
             except ExpiredError:
                 self._metrics.watch_restart(self.spec.resource, "expired")
                 self._log.info("resource version expired, listing again")
-            except ApiStatusError as error:
-                self._failed(error, backoff)
-            except (urllib3.exceptions.HTTPError, OSError, msgspec.DecodeError) as error:
+            except (
+                ApiStatusError,
+                urllib3.exceptions.HTTPError,
+                OSError,
+                msgspec.DecodeError,
+            ) as error:
+                if self._stop.is_set():
+                    break  # stop() cut the connection: not a failure
                 self._failed(error, backoff)
 
     # -- list ------------------------------------------------------------------------------

@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+
+import pytest
+
+from exporter.serve import Exporter, ServeOptions
+from exporter.sources.informer import InformerSettings
+from exporter.sources.kubeapi import Timeouts
+from tests.kubeapi import FakeKubeAPI
+from tests.scrape import Scrape, base_url, running_exporter, scrape, wait_until
+
+# Short timeouts and backoffs: the scenarios exercise recovery, they should not wait for it.
+FAST = InformerSettings(
+    page_size=50,
+    watch_timeout_seconds=30,
+    timeouts=Timeouts(connect=1.0, read=3.0),
+    backoff_initial=0.05,
+    backoff_max=0.3,
+    forbidden_retry=0.3,
+)
+
+StartExporter = Callable[..., AbstractContextManager[Exporter]]
+
+
+@pytest.fixture
+def start_exporter(kube_api: FakeKubeAPI, kubeconfig: Path) -> StartExporter:
+    """An in-process exporter watching `kube_api` through the real kubernetes client."""
+
+    @contextmanager
+    def start(*, wait_ready: bool = True, **options: object) -> Iterator[Exporter]:
+        serve_options = ServeOptions(
+            listen_address="127.0.0.1:0",
+            kubeconfig=str(kubeconfig),
+            context="fake",
+            informer=FAST,
+            **options,  # type: ignore[arg-type]
+        )
+        with running_exporter(serve_options) as exporter:
+            if wait_ready:
+                wait_until(lambda: exporter.readiness()[0])
+            yield exporter
+
+    return start
+
+
+def eventually(exporter: Exporter, check: Callable[[Scrape], bool], timeout: float = 15.0) -> Scrape:
+    """Scrape until `check` holds; return that scrape (fails with the last one's text)."""
+    last: list[Scrape] = []
+
+    def holds() -> bool:
+        last[:] = [scrape(base_url(exporter))]
+        return check(last[0])
+
+    try:
+        wait_until(holds, timeout=timeout, interval=0.05)
+    except AssertionError:
+        text = last[0].text if last else "<no scrape>"
+        relevant = "\n".join(line for line in text.splitlines() if "topology_hints_" in line)
+        raise AssertionError(f"condition not reached; last scrape:\n{relevant}") from None
+    return last[0]
