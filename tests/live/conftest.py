@@ -46,7 +46,9 @@ def start_exporter(kube_api: FakeKubeAPI, kubeconfig: Path) -> StartExporter:
     return start
 
 
-def eventually(exporter: Exporter, check: Callable[[Scrape], bool], timeout: float = 15.0) -> Scrape:
+def eventually(
+    exporter: Exporter, check: Callable[[Scrape], bool], timeout: float = 15.0
+) -> Scrape:
     """Scrape until `check` holds; return that scrape (fails with the last one's text)."""
     last: list[Scrape] = []
 
