@@ -146,10 +146,18 @@ class WatchEvent(msgspec.Struct):
     object: msgspec.Raw
 
 
-class ObjectMeta(msgspec.Struct):
-    """Just enough of any object to delete it from the store and follow resourceVersions."""
+class _EventMeta(msgspec.Struct):
+    # BOOKMARK objects carry only a resourceVersion: nothing here may be required.
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    resourceVersion: str = ""  # noqa: N815
 
-    metadata: _Meta
+
+class ObjectMeta(msgspec.Struct):
+    """Just enough of any watch event's object to delete it and follow resourceVersions."""
+
+    metadata: _EventMeta = msgspec.field(default_factory=_EventMeta)
 
 
 class Status(msgspec.Struct):

@@ -49,6 +49,9 @@ def http_get(url: str, timeout: float = 10.0) -> tuple[int, str]:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as error:
         return error.code, error.read().decode()
+    except (urllib.error.URLError, ConnectionError) as error:
+        # Not listening (yet, or any more): status 0, as curl reports it.
+        return 0, str(error)
 
 
 def scrape(base_url: str) -> Scrape:

@@ -132,6 +132,8 @@ class Informer(Generic[_Raw, _Slim]):
         # Why the resource cannot be read, while it cannot (shown by /readyz).
         self.problem: str | None = None
         self._logged_invalid: set[str] = set()
+        # The newest resourceVersion seen, where a broken watch resumes; None: list first.
+        self._resource_version: str | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -144,16 +146,25 @@ class Informer(Generic[_Raw, _Slim]):
                 response.shutdown()
 
     def run(self) -> None:
-        """List and watch until stopped; never raises."""
+        """List, then watch until stopped; never raises.
+
+        A failed or dropped watch resumes from the last resourceVersion seen (a relist of a
+        large cluster costs far more); only 410 Gone, or a failed list, lists again.
+        """
         backoff = Backoff(self._settings.backoff_initial, self._settings.backoff_max)
         while not self._stop.is_set():
             try:
-                resource_version = self._list()
+                if self._resource_version is None:
+                    self._resource_version = self._list()
+                    backoff.reset()
+                self._watch(self._resource_version)
                 backoff.reset()
-                self._watch_forever(resource_version, backoff)
+                if not self._stop.is_set():
+                    self._metrics.watch_restart(self.spec.resource, "closed")
             except ExpiredError:
                 self._metrics.watch_restart(self.spec.resource, "expired")
                 self._log.info("resource version expired, listing again")
+                self._resource_version = None
             except (
                 ApiStatusError,
                 urllib3.exceptions.HTTPError,
@@ -238,14 +249,8 @@ class Informer(Generic[_Raw, _Slim]):
 
     # -- watch -----------------------------------------------------------------------------
 
-    def _watch_forever(self, resource_version: str, backoff: Backoff) -> None:
-        while not self._stop.is_set():
-            resource_version = self._watch(resource_version)
-            backoff.reset()
-            if not self._stop.is_set():
-                self._metrics.watch_restart(self.spec.resource, "closed")
-
-    def _watch(self, resource_version: str) -> str:
+    def _watch(self, resource_version: str) -> None:
+        """Stream events until the server ends the watch; progress is kept in _resource_version."""
         query = [
             ("watch", "true"),
             ("resourceVersion", resource_version),
@@ -269,15 +274,14 @@ class Informer(Generic[_Raw, _Slim]):
         self._response = response
         try:
             for line in _lines(response):
-                resource_version = self._handle(line, resource_version)
+                self._handle(line)
                 if self._stop.is_set():
                     break
         finally:
             self._response = None
             response.release_conn()
-        return resource_version
 
-    def _handle(self, line: bytes, resource_version: str) -> str:
+    def _handle(self, line: bytes) -> None:
         event = self._event_decoder.decode(line)
         self._metrics.watch_event(self.spec.resource, event.type)
         if event.type == "ERROR":
@@ -294,7 +298,8 @@ class Informer(Generic[_Raw, _Slim]):
             if slim is not None:
                 self._sink.upsert(slim)
         self._healthy()
-        return meta.resourceVersion or resource_version
+        if meta.resourceVersion:
+            self._resource_version = meta.resourceVersion
 
     # -- health ----------------------------------------------------------------------------
 

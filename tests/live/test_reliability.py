@@ -1,0 +1,227 @@
+"""The live exporter survives dropped watches, 410 Gone, outages and RBAC gaps, and recovers."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from structlog.testing import capture_logs
+
+from tests.conftest import exporter_command
+from tests.e2e.prometheus import free_port
+from tests.k8s_objects import endpoint_slice, service, three_zone_nodes, zone_endpoints
+from tests.kubeapi import FakeKubeAPI
+from tests.live.conftest import StartExporter, eventually
+from tests.scrape import Scrape, base_url, http_get, wait_until
+
+WEB = {"namespace": "shop", "service": "web", "address_type": "IPv4"}
+REQUIRED = ("nodes", "services", "endpointslices")
+
+
+def _cluster(replicas: int = 9) -> list[dict[str, object]]:
+    return [
+        *three_zone_nodes(),
+        service("shop", "web", topology_mode="Auto"),
+        endpoint_slice("shop", "web-1", "web", zone_endpoints(replicas)),
+        service("shop", "gone", traffic_distribution="PreferClose"),
+        endpoint_slice("shop", "gone-1", "gone", zone_endpoints(3, prefix="10.0.7")),
+    ]
+
+
+def _ready_endpoints(result: Scrape) -> float | None:
+    return result.value("topology_hints_service_ready_endpoints", **WEB)
+
+
+def _restarts(result: Scrape, resource: str, cause: str) -> float:
+    return result.value("topology_hints_watch_restarts_total", resource=resource, cause=cause) or 0
+
+
+def test_dropped_watch_is_resumed(kube_api: FakeKubeAPI, start_exporter: StartExporter) -> None:
+    """A watch cut mid-stream is re-opened from its resourceVersion; later changes arrive."""
+    kube_api.load(_cluster())
+    with start_exporter() as exporter:
+        kube_api.wait_for_watches("endpointslices")
+        assert kube_api.drop_watches("endpointslices") == 1
+        kube_api.wait_for_watches("endpointslices")
+        kube_api.apply(endpoint_slice("shop", "web-1", "web", zone_endpoints(7)))
+        result = eventually(exporter, lambda r: _ready_endpoints(r) == 7)
+        restarted = _restarts(result, "endpointslices", "error") + _restarts(
+            result, "endpointslices", "closed"
+        )
+        assert restarted >= 1
+        # Resumed, not relisted: one LIST of endpointslices in the whole run.
+        lists = [
+            request
+            for request in kube_api.requests
+            if request.path.endswith("/endpointslices") and "watch" not in request.query
+        ]
+        assert len(lists) == 1
+
+
+def test_bookmarks_advance_without_restarting_watches(
+    kube_api: FakeKubeAPI, start_exporter: StartExporter
+) -> None:
+    """BOOKMARK events (only a resourceVersion) are counted and never break a watch."""
+    kube_api.load(_cluster())
+    with start_exporter() as exporter:
+        kube_api.wait_for_watches("services")
+        kube_api.bookmark("services")
+        result = eventually(
+            exporter,
+            lambda r: (
+                (
+                    r.value(
+                        "topology_hints_watch_events_total", resource="services", type="BOOKMARK"
+                    )
+                    or 0
+                )
+                >= 2
+            ),
+        )
+        for cause in ("closed", "expired", "error", "forbidden"):
+            assert _restarts(result, "services", cause) == 0
+        assert result.value("topology_hints_watch_up", resource="services") == 1
+
+
+def test_gone_resource_version_relists_and_drops_objects_deleted_meanwhile(
+    kube_api: FakeKubeAPI, start_exporter: StartExporter
+) -> None:
+    """410 Gone after a gap: a full relist, and objects deleted during the gap leave no series."""
+    kube_api.load(_cluster())
+    with start_exporter() as exporter:
+        eventually(exporter, lambda r: r.labelled("topology_hints_service_info", service="gone"))
+        kube_api.down()
+        kube_api.delete("Service", "shop", "gone")
+        kube_api.delete("EndpointSlice", "shop", "gone-1")
+        kube_api.apply(endpoint_slice("shop", "web-1", "web", zone_endpoints(8)))
+        kube_api.compact()
+        kube_api.up()
+        result = eventually(
+            exporter,
+            lambda r: (
+                not r.labelled("topology_hints_service_info", service="gone")
+                and _ready_endpoints(r) == 8
+            ),
+        )
+        assert _restarts(result, "services", "expired") >= 1
+        assert _restarts(result, "endpointslices", "expired") >= 1
+        assert not any(("service", "gone") in labels for (_, labels) in result.samples)
+        assert result.value("topology_hints_service_expected_enabled", **WEB) == 0
+
+
+def test_api_outage_keeps_last_state_and_recovers(
+    kube_api: FakeKubeAPI, start_exporter: StartExporter
+) -> None:
+    """While the API server is down the last state is served with watch_up 0; then it heals."""
+    kube_api.load(_cluster())
+    with start_exporter() as exporter:
+        eventually(exporter, lambda r: _ready_endpoints(r) == 9)
+        kube_api.down()
+        during = eventually(
+            exporter,
+            lambda r: all(
+                r.value("topology_hints_watch_up", resource=resource) == 0 for resource in REQUIRED
+            ),
+        )
+        assert _ready_endpoints(during) == 9
+        assert during.value("topology_hints_service_expected_enabled", **WEB) == 1
+        assert http_get(base_url(exporter) + "/healthz")[0] == 200
+        kube_api.apply(endpoint_slice("shop", "web-1", "web", zone_endpoints(6)))
+        kube_api.up()
+        after = eventually(
+            exporter,
+            lambda r: (
+                _ready_endpoints(r) == 6
+                and all(
+                    r.value("topology_hints_watch_up", resource=resource) == 1
+                    for resource in REQUIRED
+                )
+            ),
+        )
+        assert _restarts(after, "nodes", "error") >= 1
+
+
+def test_forbidden_events_degrade_to_no_event_metrics(
+    kube_api: FakeKubeAPI, start_exporter: StartExporter
+) -> None:
+    """403 on Events: ready anyway, hint metrics work, events watch_up 0, one log line."""
+    kube_api.load(_cluster())
+    kube_api.forbid("events")
+    with capture_logs() as logs, start_exporter() as exporter:
+        result = eventually(
+            exporter,
+            lambda r: _restarts(r, "events", "forbidden") >= 3 and _ready_endpoints(r) == 9,
+        )
+        assert result.value("topology_hints_watch_up", resource="events") == 0
+        assert result.value("topology_hints_watch_up", resource="services") == 1
+        status, body = http_get(base_url(exporter) + "/readyz")
+        assert status == 200
+        assert "degraded: events: forbidden" in body
+    forbidden_lines = [
+        entry
+        for entry in logs
+        if entry.get("resource") == "events" and entry.get("cause") == "forbidden"
+    ]
+    assert len(forbidden_lines) == 1
+
+
+def test_forbidden_nodes_fail_readiness_with_the_reason(
+    kube_api: FakeKubeAPI, start_exporter: StartExporter
+) -> None:
+    """403 on Nodes: /readyz fails naming the resource, no hint metrics; granted later, ready."""
+    kube_api.load(_cluster())
+    kube_api.forbid("nodes")
+    with start_exporter(wait_ready=False) as exporter:
+        url = base_url(exporter)
+        wait_until(lambda: "forbidden" in http_get(url + "/readyz")[1])
+        status, body = http_get(url + "/readyz")
+        assert status == 503
+        assert "nodes: forbidden" in body
+        result = eventually(exporter, lambda r: r.value("topology_hints_ready") == 0)
+        assert result.labelled("topology_hints_service_info") == []
+        assert result.value("topology_hints_sufficient_node_info") is None
+        kube_api.clear_faults()
+        healed = eventually(exporter, lambda r: r.value("topology_hints_ready") == 1)
+        assert _ready_endpoints(healed) == 9
+        assert http_get(url + "/readyz")[0] == 200
+
+
+def test_server_errors_are_retried_with_backoff(
+    kube_api: FakeKubeAPI, start_exporter: StartExporter
+) -> None:
+    """500s on the first requests of a resource are retried until the list succeeds."""
+    kube_api.load(_cluster())
+    kube_api.fail("endpointslices", status=500, times=3)
+    with start_exporter() as exporter:
+        result = eventually(exporter, lambda r: _ready_endpoints(r) == 9)
+        assert _restarts(result, "endpointslices", "error") == 3
+
+
+def test_sigterm_stops_within_seconds(kube_api: FakeKubeAPI, kubeconfig: Path) -> None:
+    """The real command exits 0 soon after SIGTERM, with its watches open."""
+    kube_api.load(_cluster())
+    address = f"127.0.0.1:{free_port()}"
+    process = subprocess.Popen(
+        [*exporter_command(), "serve", "--kubeconfig", str(kubeconfig), "--context", "fake",
+         "--listen-address", address, "--log-format", "json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "KUBERNETES_SERVICE_HOST": ""},
+    )  # fmt: skip
+    try:
+        wait_until(lambda: http_get(f"http://{address}/readyz", timeout=2)[0] == 200, timeout=20)
+        kube_api.wait_for_watches("endpointslices")
+        started = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=10) == 0
+        assert time.monotonic() - started < 5
+        output = process.stdout.read().decode() if process.stdout else ""
+        assert '"event": "stopped"' in output
+        assert "Traceback" not in output
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
