@@ -3,9 +3,10 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-test
-EXAMPLE ?= examples/healthy-three-zones.json
+EXAMPLE ?= examples/demo-cluster.json
+LISTEN ?= 127.0.0.1:9808
 
-.PHONY: run test lint format check-generated bench clean
+.PHONY: run explain test lint format generate bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -15,7 +16,13 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# Serve the bundled example cluster; open the printed URL (Ctrl-C stops it).
 run: $(STAMP)
+	@echo "topology-hints-exporter: serving $(EXAMPLE) at http://$(LISTEN)/ (metrics at http://$(LISTEN)/metrics)"
+	$(BIN)/topology-hints-exporter serve --snapshot $(EXAMPLE) --listen-address $(LISTEN) --log-format console
+
+# The same verdicts for people, on every example.
+explain: $(STAMP)
 	@for example in examples/*.json; do \
 		echo "== $$example"; \
 		$(BIN)/topology-hints-exporter explain --snapshot $$example || exit 1; \
@@ -32,6 +39,16 @@ lint: $(STAMP)
 format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
+
+# Rewrite every generated artefact; tests fail when a committed one differs.
+generate: $(STAMP)
+	$(BIN)/python alerts/generate.py
+	$(BIN)/python dashboards/generate.py
+	$(BIN)/python examples/generate.py
+	$(BIN)/python -m exporter.metrics.reference > docs/metrics.md
+
+bench: $(STAMP)
+	$(BIN)/python bench/bench.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

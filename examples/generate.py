@@ -444,6 +444,43 @@ def partial_hints_ignored() -> Story:
     )
 
 
+def demo_cluster() -> Story:
+    """Every story that fits one healthy-node cluster: what `make run` serves."""
+    nodes = six_nodes()
+    partial = spread(nodes, equal(2, 2, 2), hinted=True)
+    partial[1] = PodSpec(partial[1].node)
+    partial[5] = PodSpec(partial[5].node)
+    return Story(
+        nodes,
+        [
+            (
+                service_object("shop", "cart", annotations=AUTO),
+                spread(nodes, equal(3, 3, 3), hinted=True),
+            ),
+            (
+                service_object("shop", "catalog", traffic_distribution="PreferClose"),
+                spread(nodes, equal(2, 2, 2), hinted=True),
+            ),
+            (
+                service_object("payments", "ledger", annotations=AUTO),
+                spread(nodes, equal(3, 3, 2), hinted=False),
+            ),
+            (
+                service_object("shop", "search", traffic_distribution="PreferSameZone"),
+                spread(nodes, equal(2, 2, 1), hinted=True),
+            ),
+            (
+                service_object(
+                    "payments", "checkout", annotations=AUTO, traffic_distribution="PreferClose"
+                ),
+                spread(nodes, equal(2, 1, 1), hinted=False),
+            ),
+            (service_object("shop", "inventory", traffic_distribution="PreferClose"), partial),
+            (service_object("shop", "frontend"), spread(nodes, equal(2, 2, 2), hinted=False)),
+        ],
+    )
+
+
 STORIES = {
     "healthy-three-zones": healthy_three_zones,
     "eight-replicas-refused": eight_replicas_refused,
@@ -451,6 +488,7 @@ STORIES = {
     "prefer-same-zone-thin-zone": prefer_same_zone_thin_zone,
     "annotation-overrides-field": annotation_overrides_field,
     "partial-hints-ignored": partial_hints_ignored,
+    "demo-cluster": demo_cluster,
 }
 
 

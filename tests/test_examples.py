@@ -144,6 +144,29 @@ def story_partial_hints_ignored(document: dict[str, Any], _tmp_path: Path) -> No
     assert inventory["drift"] == ["hints-missing"]
 
 
+def story_demo_cluster(document: dict[str, Any], _tmp_path: Path) -> None:
+    """The served demo holds every story that fits one cluster of healthy nodes."""
+    verdicts = {
+        (service["namespace"], service["name"]): (service["mechanism"], service["expected_state"])
+        for service in document["services"]
+    }
+    assert verdicts == {
+        ("payments", "checkout"): ("auto", "disabled"),
+        ("payments", "ledger"): ("auto", "disabled"),
+        ("shop", "cart"): ("auto", "enabled"),
+        ("shop", "catalog"): ("traffic-distribution", "enabled"),
+        ("shop", "frontend"): ("none", "not-applicable"),
+        ("shop", "inventory"): ("traffic-distribution", "enabled"),
+        ("shop", "search"): ("traffic-distribution", "enabled"),
+    }
+    search = entry(document, "shop", "search")
+    assert max(zone["load_factor"] or 0 for zone in search["zones"].values()) > 1.2
+    assert 0 < entry(document, "shop", "inventory")["hint_completeness"] < 1
+    assert entry(document, "payments", "checkout")["config_issues"] == [
+        "annotation-shadows-traffic-distribution"
+    ]
+
+
 STORIES: dict[str, Callable[[dict[str, Any], Path], None]] = {
     "healthy-three-zones": story_healthy_three_zones,
     "eight-replicas-refused": story_eight_replicas_refused,
@@ -151,6 +174,7 @@ STORIES: dict[str, Callable[[dict[str, Any], Path], None]] = {
     "prefer-same-zone-thin-zone": story_prefer_same_zone_thin_zone,
     "annotation-overrides-field": story_annotation_overrides_field,
     "partial-hints-ignored": story_partial_hints_ignored,
+    "demo-cluster": story_demo_cluster,
 }
 
 
