@@ -179,10 +179,18 @@ RAW_TYPES: dict[str, type[RawNode | RawService | RawEndpointSlice | RawEvent]] =
 _intern = sys.intern
 
 
+# No machine has 10^15 cores; the bound keeps Fraction() from building a 10^999999999
+# integer out of a hostile or mistyped quantity such as "1e999999999".
+_MAX_CPU_EXPONENT = 15
+
+
 @functools.lru_cache(maxsize=4096)
 def cpu_cores(quantity: str | float) -> Fraction:
     """Allocatable CPU as exact cores, parsed by the client library's quantity helper."""
-    return Fraction(parse_quantity(quantity))  # type: ignore[no-untyped-call]
+    parsed = parse_quantity(quantity)  # type: ignore[no-untyped-call]
+    if not parsed.is_finite() or parsed.adjusted() > _MAX_CPU_EXPONENT:
+        raise ValueError(f"CPU quantity {quantity!r} is out of range")
+    return Fraction(parsed)
 
 
 def object_name(item: Any) -> str:

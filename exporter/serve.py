@@ -161,7 +161,9 @@ class Exporter:
         if self.options.snapshot is not None:
             self._load_snapshot(self.options.snapshot)
         else:
-            self._start_informers()
+            self._start_informers(
+                KubeTransport(api_client(self.options.kubeconfig, self.options.context))
+            )
         self._spawn("evaluator", self._evaluate_loop)
         self.server.start()
         logger.info(
@@ -201,13 +203,13 @@ class Exporter:
         self.store.replace_services(snapshot.services)
         self.store.replace_endpoint_slices(snapshot.endpoint_slices)
 
-    def _start_informers(self) -> None:
-        self._transport = KubeTransport(api_client(self.options.kubeconfig, self.options.context))
+    def _start_informers(self, transport: KubeTransport) -> None:
+        self._transport = transport
         resource_sinks = sinks(self.store)
         for spec in (NODES, SERVICES, ENDPOINT_SLICES, EVENTS):
             informer: Informer[Any, Any] = Informer(
                 spec,
-                self._transport,
+                transport,
                 resource_sinks[spec.resource],
                 self.metrics,
                 self.options.informer,

@@ -129,6 +129,9 @@ class MetricsServer:
         self._thread.start()
 
     def stop(self) -> None:
-        self._server.shutdown()
+        # shutdown() waits for serve_forever() to acknowledge: never call it on a server whose
+        # loop did not start, or it blocks forever.
+        if self._thread.is_alive():
+            self._server.shutdown()
+            self._thread.join(timeout=5)
         self._server.server_close()
-        self._thread.join(timeout=5)

@@ -20,6 +20,7 @@ from exporter.decode import (
     decode_endpoint_slice,
     decode_node,
     decode_service,
+    object_name,
 )
 from exporter.engine import EndpointSlice, Evaluation, Node, Service, evaluate
 
@@ -54,9 +55,13 @@ def _parse_documents(source: str, data: bytes) -> list[Any]:
         return [msgspec.json.decode(data)]
     except msgspec.DecodeError:
         pass
+    except RecursionError:
+        raise SnapshotError(f"{source}: JSON nested too deeply") from None
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
         return [document for document in yaml.load_all(data, Loader=loader) if document is not None]
+    except RecursionError:
+        raise SnapshotError(f"{source}: YAML nested too deeply") from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
@@ -102,6 +107,9 @@ def parse_snapshot(source: str, data: bytes) -> Snapshot:
             decoded = decoder(item)
         except InvalidObjectError as error:
             raise SnapshotError(f"{source}: {error}") from None
+        except (ValueError, ArithmeticError) as error:
+            # A value the decoder's helpers reject outside its own checks (e.g. CPU "inf").
+            raise SnapshotError(f"{source}: {kind} {object_name(item)}: {error}") from None
         if isinstance(decoded, Node):
             nodes.append(decoded)
         elif isinstance(decoded, Service):

@@ -1,0 +1,115 @@
+"""`serve` through the real command: bad flags fail fast with one line; TLS serves HTTPS."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import subprocess
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXAMPLES_DIR, exporter_command, require_binary
+from tests.e2e.prometheus import free_port
+from tests.scrape import parse, wait_until
+
+DEMO = str(EXAMPLES_DIR / "demo-cluster.json")
+
+
+def _serve(*args: str, timeout: float = 10) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*exporter_command(), "serve", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"},
+    )
+
+
+@pytest.fixture
+def busy_port() -> Iterator[int]:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        yield listener.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--kubeconfig", "/nonexistent/kubeconfig"], "cannot load cluster configuration"),
+        ([], "cannot load cluster configuration from ~/.kube/config"),
+        (["--snapshot", "/nonexistent.json"], "/nonexistent.json: cannot read"),
+        (["--snapshot", DEMO, "--listen-address", "nope"], "is not HOST:PORT"),
+        (["--snapshot", DEMO, "--shard", "3", "--total-shards", "2"], "shard 3 is outside 0..1"),
+        (["--snapshot", DEMO, "--shard", "auto", "--total-shards", "2"], "cannot derive a shard"),
+        (["--snapshot", DEMO, "--metric-denylist", "("], "bad metric regular expression"),
+        (["--snapshot", DEMO, "--metric-allowlist", "a", "--metric-denylist", "b"], "exclusive"),
+        (["--snapshot", DEMO, "--tls-cert-file", "cert.pem"], "go together"),
+        (["--snapshot", DEMO, "--kubeconfig", "k"], "exclusive"),
+    ],
+    ids=[
+        "kubeconfig", "no-config", "snapshot", "address", "shard", "shard-auto", "regex",
+        "allow-and-deny", "tls-half", "two-sources",
+    ],
+)  # fmt: skip
+def test_bad_serve_flags_exit_2_with_one_line(args: list[str], words: str) -> None:
+    """Each unusable configuration stops at once: exit 2, one stderr line, no traceback."""
+    completed = _serve(*args)
+    assert completed.returncode == 2, completed.stderr
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1, completed.stderr
+    assert lines[0].startswith("topology-hints-exporter: error: ")
+    assert words in lines[0]
+    assert "Traceback" not in completed.stderr + completed.stdout
+
+
+def test_port_in_use_exits_2(busy_port: int) -> None:
+    """An address already taken is one clear line, not a hang or a traceback."""
+    completed = _serve("--snapshot", DEMO, "--listen-address", f"127.0.0.1:{busy_port}")
+    assert completed.returncode == 2
+    assert completed.stderr.strip() == (
+        f"topology-hints-exporter: error: cannot serve on 127.0.0.1:{busy_port}: "
+        "Address already in use"
+    )
+
+
+def test_tls_serves_metrics_over_https(tmp_path: Path) -> None:
+    """With a certificate and key, /metrics is served over HTTPS and plain HTTP is refused."""
+    openssl = require_binary("openssl")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    address = f"127.0.0.1:{free_port()}"
+    process = subprocess.Popen(
+        [*exporter_command(), "serve", "--snapshot", DEMO, "--listen-address", address,
+         "--tls-cert-file", str(cert), "--tls-key-file", str(key)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    context = ssl.create_default_context(cafile=str(cert))
+    try:
+
+        def https_ready() -> bool:
+            try:
+                with urllib.request.urlopen(f"https://{address}/readyz", context=context) as r:
+                    return bool(r.status == 200)
+            except OSError:
+                return False
+
+        wait_until(https_ready, timeout=20)
+        with urllib.request.urlopen(f"https://{address}/metrics", context=context) as response:
+            scrape = parse(response.read().decode())
+        assert scrape.value("topology_hints_sufficient_node_info") == 1
+        with pytest.raises(OSError):  # noqa: PT011 - a reset or a bad status line, either way
+            urllib.request.urlopen(f"http://{address}/metrics", timeout=5).read()
+    finally:
+        process.terminate()
+        process.wait(10)
