@@ -84,10 +84,15 @@ class Evaluator:
         self._event_totals: dict[str, int] = {}
         self._last_event: dict[EventKey, float] = {}
         self._state = ExporterState()
+        self._listeners: list[Callable[[ExporterState], None]] = []
 
     @property
     def state(self) -> ExporterState:
         return self._state
+
+    def add_listener(self, listener: Callable[[ExporterState], None]) -> None:
+        """Called with each newly published state, in the evaluator's thread."""
+        self._listeners.append(listener)
 
     def step(self) -> ExporterState:
         """Apply whatever changed in the store and publish the new state."""
@@ -97,6 +102,8 @@ class Evaluator:
             return self._state
         self._apply(changes)
         self._observe(time.perf_counter() - started)
+        for listener in self._listeners:
+            listener(self._state)
         return self._state
 
     def run(self, stop: threading.Event, *, idle_wakeup: float = 1.0) -> None:

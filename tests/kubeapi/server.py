@@ -887,6 +887,9 @@ def _route(path: str) -> tuple[Resource, str | None, str | None] | None:
 
 
 class _Handler(BaseHTTPRequestHandler):
+    # Go's net/http, and so the real API server, disables Nagle: without this, a watch event
+    # written right after another waits for the client's delayed ACK (40 ms).
+    disable_nagle_algorithm = True
     protocol_version = "HTTP/1.1"
     server_version = "fake-kube-apiserver"
     server: _Server
