@@ -15,6 +15,7 @@ from typing import Any
 import structlog
 from prometheus_client import CollectorRegistry, disable_created_metrics
 from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector
 
 from exporter import __version__
 from exporter.evaluator import Evaluator
@@ -25,6 +26,7 @@ from exporter.metrics.collector import (
     FilteringCollector,
     HintsCollector,
 )
+from exporter.metrics.exposition import ExpositionRenderer, MetricsEndpoint
 from exporter.metrics.instruments import RESOURCES, ExporterMetrics, StatusCollector
 from exporter.server import MetricsServer, make_app
 from exporter.snapshot import load_snapshot
@@ -97,7 +99,6 @@ class Exporter:
         # _created series double every counter's cardinality and no alert or dashboard uses
         # them (kube-state-metrics does not expose them either).
         disable_created_metrics()  # type: ignore[no-untyped-call]
-        self.registry = CollectorRegistry(auto_describe=False)
         own = CollectorRegistry(auto_describe=False)
         self.metrics = ExporterMetrics(
             own,
@@ -114,19 +115,33 @@ class Exporter:
         self._transport: KubeTransport | None = None
         self.informers: list[Informer[Any, Any]] = []
         family_filter = FamilyFilter(options.metric_allowlist, options.metric_denylist)
+        export = ExportOptions(all_services=options.all_services)
         hints = HintsCollector(
-            lambda: self.evaluator.state,
-            ready=self._ready.is_set,
-            options=ExportOptions(all_services=options.all_services),
+            lambda: self.evaluator.state, ready=self._ready.is_set, options=export
         )
         status = StatusCollector(
             self.store.counts, lambda: self.evaluator.state, self._ready.is_set
         )
-        for collector in (hints, status, own):
-            self.registry.register(FilteringCollector(collector, family_filter))
         ProcessCollector(registry=own)
+        # The exporter's own figures, rendered by prometheus_client on each scrape (small).
+        own_filtered = CollectorRegistry(auto_describe=False)
+        own_collectors: tuple[Collector, ...] = (status, own)
+        for collector in own_collectors:
+            own_filtered.register(FilteringCollector(collector, family_filter))
+        # Everything through prometheus_client, for `name[]`-filtered scrapes: registering
+        # reads each collector's describe(), which name[] filtering relies on.
+        self.registry = CollectorRegistry(auto_describe=True)
+        for collector in (hints, *own_collectors):
+            self.registry.register(FilteringCollector(collector, family_filter))
+        self.renderer = ExpositionRenderer(
+            lambda: self.evaluator.state,
+            ready=self._ready.is_set,
+            options=export,
+            family_filter=family_filter,
+        )
+        metrics = MetricsEndpoint(self.renderer, own_filtered, self.registry)
         self.server = MetricsServer(
-            make_app(self.registry, ready=self.readiness, healthy=self.liveness),
+            make_app(metrics, ready=self.readiness, healthy=self.liveness),
             options.listen_address,
             tls_cert_file=options.tls_cert_file,
             tls_key_file=options.tls_key_file,
@@ -223,18 +238,21 @@ class Exporter:
         )
 
     def _evaluate_loop(self) -> None:
+        # Nothing is evaluated before every required resource is listed: a partial cluster
+        # (Services before Nodes) would give false refusals and count false state flips.
+        while not self._synced():
+            if self._stop.wait(0.01):
+                return
         while not self._stop.is_set():
-            # Observed before the step, so the step includes everything the lists brought.
-            synced = self._synced()
             try:
                 self.evaluator.step()
             except Exception:
                 # One bad evaluation must not kill the exporter; the next change retries.
                 logger.exception("evaluation failed")
-            if synced and not self._ready.is_set():
+            if not self._ready.is_set():
                 self._ready.set()
                 logger.info("ready", **self.store.counts())
-            self.store.wait_for_changes(0.5 if self._ready.is_set() else 0.05)
+            self.store.wait_for_changes(0.5)
 
 
 def run(options: ServeOptions) -> int:

@@ -10,8 +10,6 @@ from socketserver import ThreadingMixIn
 from typing import TYPE_CHECKING
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, make_wsgi_app
-
 from exporter import __version__
 
 if TYPE_CHECKING:
@@ -43,8 +41,7 @@ class _QuietHandler(WSGIRequestHandler):
         """Access logs would drown the useful lines; Prometheus scrapes every few seconds."""
 
 
-def make_app(registry: CollectorRegistry, *, ready: Check, healthy: Check) -> WSGIApplication:
-    metrics_app = make_wsgi_app(registry)
+def make_app(metrics_app: WSGIApplication, *, ready: Check, healthy: Check) -> WSGIApplication:
 
     def text(
         start_response: StartResponse, status: str, body: str, content_type: str = "text/plain"

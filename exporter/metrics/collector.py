@@ -18,6 +18,7 @@ from exporter.evaluator import ExporterState
 from exporter.metrics.families import (
     CLUSTER_FAMILIES,
     CONTROLLER_EVENTS,
+    HINT_FAMILIES,
     LAST_EVENT_TIMESTAMP,
     NODE_PROXY_SERVICES,
     SERVICE_CONFIG_ISSUE,
@@ -86,6 +87,11 @@ class HintsCollector(Collector):
         self._ready = ready
         self._options = options or ExportOptions()
 
+    def describe(self) -> Iterator[Metric]:
+        """The families, empty: lets a registry serve `name[]`-filtered scrapes."""
+        for family in HINT_FAMILIES:
+            yield new_family(family)
+
     def collect(self) -> Iterator[Metric]:
         # Until every informer has listed once, a partial snapshot would report false
         # refusals (a cluster with half its nodes): export nothing rather than wrong values.
@@ -104,8 +110,8 @@ class HintsCollector(Collector):
         ]
         for family, cluster_samples in CLUSTER_FAMILIES:
             yield _filled(family, cluster_samples(state))
-        yield _filled(SERVICE_INFO, _service_info(exported))
-        yield _filled(SERVICE_CONFIG_ISSUE, _config_issues(exported))
+        yield _filled(SERVICE_INFO, service_info_samples(exported))
+        yield _filled(SERVICE_CONFIG_ISSUE, config_issue_samples(exported))
         for family, entry_samples in SERVICE_ENTRY_FAMILIES:
             yield _filled(
                 family,
@@ -115,24 +121,26 @@ class HintsCollector(Collector):
                     for labels, value in entry_samples(entry)
                 ),
             )
-        yield _filled(SERVICE_PROXY_NODES, _proxy_nodes(entries, state))
-        yield _filled(NODE_PROXY_SERVICES, _node_proxy_services(entries, state))
+        yield _filled(SERVICE_PROXY_NODES, proxy_node_samples(entries, state))
+        yield _filled(NODE_PROXY_SERVICES, node_proxy_service_samples(entries, state))
         exported_keys = {service.key for service, _ in exported}
-        yield _filled(
-            LAST_EVENT_TIMESTAMP,
-            (
-                (key, timestamp)
-                for key, timestamp in sorted(state.last_event.items())
-                if key[:2] in exported_keys
-            ),
-        )
+        yield _filled(LAST_EVENT_TIMESTAMP, last_event_samples(state, exported_keys))
         yield _filled(
             CONTROLLER_EVENTS,
             (((reason,), float(total)) for reason, total in sorted(state.event_totals.items())),
         )
 
 
-def _service_info(exported: list[tuple[Service, tuple[ServiceVerdict, ...]]]) -> Iterator[Sample]:
+def last_event_samples(state: ExporterState, exported: set[tuple[str, str]]) -> Iterator[Sample]:
+    """Events of exported Services only: a deleted Service's timestamps vanish with it."""
+    for key, timestamp in sorted(state.last_event.items()):
+        if key[:2] in exported:
+            yield key, timestamp
+
+
+def service_info_samples(
+    exported: list[tuple[Service, tuple[ServiceVerdict, ...]]],
+) -> Iterator[Sample]:
     for service, verdicts in exported:
         yield (
             (
@@ -146,19 +154,23 @@ def _service_info(exported: list[tuple[Service, tuple[ServiceVerdict, ...]]]) ->
         )
 
 
-def _config_issues(exported: list[tuple[Service, tuple[ServiceVerdict, ...]]]) -> Iterator[Sample]:
+def config_issue_samples(
+    exported: list[tuple[Service, tuple[ServiceVerdict, ...]]],
+) -> Iterator[Sample]:
     for service, verdicts in exported:
         for issue in sorted(verdicts[0].config_issues):
             yield (service.namespace, service.name, str(issue)), 1.0
 
 
-def _proxy_nodes(entries: list[ServiceEntry], state: ExporterState) -> Iterator[Sample]:
+def proxy_node_samples(entries: list[ServiceEntry], state: ExporterState) -> Iterator[Sample]:
     for entry in entries:
         for mode, count in sorted(proxy_node_counts(entry.verdict, state).items()):
             yield (*entry.verdict.key, str(mode)), float(count)
 
 
-def _node_proxy_services(entries: list[ServiceEntry], state: ExporterState) -> Iterator[Sample]:
+def node_proxy_service_samples(
+    entries: list[ServiceEntry], state: ExporterState
+) -> Iterator[Sample]:
     """Per node and mode, over exported entries; computed per zone, then adjusted per node.
 
     Every node of a zone shares the zone's mode unless a node hint names it, so the cost
@@ -195,8 +207,15 @@ class FilteringCollector(Collector):
         self._inner = inner
         self._filter = family_filter
 
-    def collect(self) -> Iterator[Metric]:
-        for metric in self._inner.collect():
+    def _allowed(self, metrics: Iterable[Metric]) -> Iterator[Metric]:
+        for metric in metrics:
             exposed = metric.name + "_total" if metric.type == "counter" else metric.name
             if self._filter.allows(exposed):
                 yield metric
+
+    def describe(self) -> Iterator[Metric]:
+        describe = getattr(self._inner, "describe", None)
+        return self._allowed(describe() if describe is not None else self._inner.collect())
+
+    def collect(self) -> Iterator[Metric]:
+        return self._allowed(self._inner.collect())

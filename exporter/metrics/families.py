@@ -450,16 +450,19 @@ SELF_FAMILIES: tuple[Family, ...] = (
 )
 
 
+# Families rendered from the evaluation, in exposition order.
+HINT_FAMILIES: tuple[Family, ...] = (
+    *(family for family, _ in CLUSTER_FAMILIES),
+    SERVICE_INFO,
+    SERVICE_CONFIG_ISSUE,
+    *(family for family, _ in SERVICE_ENTRY_FAMILIES),
+    SERVICE_PROXY_NODES,
+    NODE_PROXY_SERVICES,
+    LAST_EVENT_TIMESTAMP,
+    CONTROLLER_EVENTS,
+)
+
+
 def all_families() -> tuple[Family, ...]:
     """Every family, in documentation order."""
-    return (
-        *(family for family, _ in CLUSTER_FAMILIES),
-        SERVICE_INFO,
-        SERVICE_CONFIG_ISSUE,
-        *(family for family, _ in SERVICE_ENTRY_FAMILIES),
-        SERVICE_PROXY_NODES,
-        NODE_PROXY_SERVICES,
-        LAST_EVENT_TIMESTAMP,
-        CONTROLLER_EVENTS,
-        *SELF_FAMILIES,
-    )
+    return (*HINT_FAMILIES, *SELF_FAMILIES)

@@ -102,6 +102,11 @@ class StatusCollector(Collector):
         self._state = state
         self._ready = ready
 
+    def describe(self) -> Iterator[Metric]:
+        yield GaugeMetricFamily(OBJECTS.name, OBJECTS.help, labels=OBJECTS.labels)
+        yield GaugeMetricFamily(READY.name, READY.help)
+        yield GaugeMetricFamily(LAST_EVALUATION.name, LAST_EVALUATION.help)
+
     def collect(self) -> Iterator[Metric]:
         objects = GaugeMetricFamily(OBJECTS.name, OBJECTS.help, labels=OBJECTS.labels)
         for resource, count in sorted(self._counts().items()):
