@@ -40,7 +40,7 @@ from cluster import ClusterSize, ServicePlan, cluster_objects, endpoint_slices, 
 
 from exporter.evaluator import ExporterState  # noqa: E402
 from exporter.logs import configure_logging  # noqa: E402
-from exporter.serve import Exporter, ServeOptions  # noqa: E402
+from exporter.serve import Exporter, ServeOptions, tune_garbage_collector  # noqa: E402
 from tests.kubeapi import FakeKubeAPI  # noqa: E402
 
 RESOURCE_PATHS = {
@@ -315,7 +315,11 @@ def main(argv: list[str] | None = None) -> int:
         with api_server(size) as (port, _apply):
             pages = list_payloads(port, args.page_size)
             payload = sum(len(page) for page in pages)
+            # The reference as a default Python process runs it, then with the garbage
+            # collector tuned as `serve` tunes it (both printed; the ratio uses the first).
             reference_sync = best_of(3, lambda: [orjson.loads(page) for page in pages])
+            tune_garbage_collector()
+            reference_tuned = best_of(3, lambda: [orjson.loads(page) for page in pages])
             with socket_port() as free:
                 full = measure_subprocess(port, directory, free, args.scrapes)
         full_incremental = measure_incremental(size, directory, args.samples)
@@ -334,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
         (
             "initial sync (process start to /readyz)",
             f"{full['sync']:.2f} s",
-            f"orjson.loads: {reference_sync:.2f} s",
+            f"orjson.loads: {reference_sync:.2f} s ({reference_tuned:.2f} s with tuned gc)",
             f"{full['sync'] / reference_sync:.2f}x (target <= 1.5x)",
         ),
         (

@@ -69,11 +69,12 @@ class Evaluator:
         self,
         store: ClusterStore,
         *,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] | None = None,
         observe: Callable[[float], None] | None = None,
     ) -> None:
         self._store = store
-        self._clock = clock
+        # Looked up now, not at import, so a frozen clock in tests applies.
+        self._clock = clock or time.time
         self._observe = observe or (lambda _seconds: None)
         self._inputs: dict[ServiceKey, tuple[Service | None, tuple[EndpointSlice, ...]]] = {}
         self._verdicts: dict[ServiceKey, tuple[ServiceVerdict, ...]] = {}

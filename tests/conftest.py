@@ -5,7 +5,12 @@ import shutil
 import sys
 from pathlib import Path
 
+import freezegun
 import pytest
+
+# freezegun patches datetime references in every loaded module; the kubernetes client's
+# pydantic models build their schemas lazily and fail on its FakeDatetime.
+freezegun.configure(extend_ignore_list=["kubernetes", "pydantic", "pydantic_core"])
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CONFORMANCE_DIR = PROJECT_ROOT.parent / "shared" / "conformance"
