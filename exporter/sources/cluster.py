@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from exporter.decode import (
     RawEndpointSlice,
@@ -18,6 +19,8 @@ from exporter.decode import (
 from exporter.engine import EndpointSlice, Node, Service
 from exporter.sources.informer import ResourceSpec
 from exporter.store import ClusterStore, ControllerEvent
+
+_Slim = TypeVar("_Slim")
 
 NODES: ResourceSpec[RawNode, Node] = ResourceSpec("nodes", "/api/v1/nodes", RawNode, node_from_raw)
 SERVICES: ResourceSpec[RawService, Service] = ResourceSpec(
@@ -42,65 +45,35 @@ EVENTS: ResourceSpec[RawEvent, ControllerEvent] = ResourceSpec(
 
 
 @dataclass(frozen=True, slots=True)
-class NodeSink:
-    store: ClusterStore
+class StoreSink(Generic[_Slim]):
+    """What an informer calls, bound to the store's methods for one resource."""
 
-    def replace(self, objects: list[Node]) -> None:
-        self.store.replace_nodes(objects)
-
-    def upsert(self, obj: Node) -> None:
-        self.store.upsert_node(obj)
-
-    def delete(self, namespace: str, name: str, uid: str) -> None:  # noqa: ARG002
-        self.store.delete_node(name)
+    replace: Callable[[list[_Slim]], None]
+    upsert: Callable[[_Slim], None]
+    # (namespace, name, uid): each resource keys its objects differently.
+    delete: Callable[[str, str, str], None]
 
 
-@dataclass(frozen=True, slots=True)
-class ServiceSink:
-    store: ClusterStore
-
-    def replace(self, objects: list[Service]) -> None:
-        self.store.replace_services(objects)
-
-    def upsert(self, obj: Service) -> None:
-        self.store.upsert_service(obj)
-
-    def delete(self, namespace: str, name: str, uid: str) -> None:  # noqa: ARG002
-        self.store.delete_service(namespace, name)
-
-
-@dataclass(frozen=True, slots=True)
-class EndpointSliceSink:
-    store: ClusterStore
-
-    def replace(self, objects: list[EndpointSlice]) -> None:
-        self.store.replace_endpoint_slices(objects)
-
-    def upsert(self, obj: EndpointSlice) -> None:
-        self.store.upsert_endpoint_slice(obj)
-
-    def delete(self, namespace: str, name: str, uid: str) -> None:  # noqa: ARG002
-        self.store.delete_endpoint_slice(namespace, name)
-
-
-@dataclass(frozen=True, slots=True)
-class EventSink:
-    store: ClusterStore
-
-    def replace(self, objects: list[ControllerEvent]) -> None:
-        self.store.replace_events(objects)
-
-    def upsert(self, obj: ControllerEvent) -> None:
-        self.store.upsert_event(obj)
-
-    def delete(self, namespace: str, name: str, uid: str) -> None:
-        self.store.delete_event(uid or f"{namespace}/{name}")
-
-
-def sinks(store: ClusterStore) -> dict[str, Any]:
+def sinks(store: ClusterStore) -> dict[str, StoreSink[Any]]:
     return {
-        "nodes": NodeSink(store),
-        "services": ServiceSink(store),
-        "endpointslices": EndpointSliceSink(store),
-        "events": EventSink(store),
+        "nodes": StoreSink(
+            store.replace_nodes,
+            store.upsert_node,
+            lambda _namespace, name, _uid: store.delete_node(name),
+        ),
+        "services": StoreSink(
+            store.replace_services,
+            store.upsert_service,
+            lambda namespace, name, _uid: store.delete_service(namespace, name),
+        ),
+        "endpointslices": StoreSink(
+            store.replace_endpoint_slices,
+            store.upsert_endpoint_slice,
+            lambda namespace, name, _uid: store.delete_endpoint_slice(namespace, name),
+        ),
+        "events": StoreSink(
+            store.replace_events,
+            store.upsert_event,
+            lambda namespace, name, uid: store.delete_event(uid or f"{namespace}/{name}"),
+        ),
     }

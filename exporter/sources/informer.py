@@ -12,6 +12,7 @@ import contextlib
 import random
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
@@ -199,19 +200,27 @@ class Informer(Generic[_Raw, _Slim]):
         self._log.debug("listed", objects=len(objects), resource_version=page_meta.resourceVersion)
         return page_meta.resourceVersion
 
-    def _read_all(self, query: list[tuple[str, str]]) -> bytes:
+    @contextmanager
+    def _request(
+        self, query: list[tuple[str, str]], timeouts: Timeouts
+    ) -> Iterator[urllib3.BaseHTTPResponse]:
+        """One GET, held where stop() can cut it; 410 Gone becomes ExpiredError."""
         try:
-            response = self._transport.get(self.spec.path, query, self._settings.timeouts)
+            response = self._transport.get(self.spec.path, query, timeouts)
         except ApiStatusError as error:
             if error.status == HTTP_GONE:
                 raise ExpiredError from None
             raise
         self._response = response
         try:
-            return response.read()
+            yield response
         finally:
             self._response = None
             response.release_conn()
+
+    def _read_all(self, query: list[tuple[str, str]]) -> bytes:
+        with self._request(query, self._settings.timeouts) as response:
+            return response.read()
 
     def _decode_page(self, body: bytes) -> tuple[ListMeta, list[_Slim]]:
         try:
@@ -265,21 +274,11 @@ class Informer(Generic[_Raw, _Slim]):
             # timeout means a stalled connection.
             read=self._settings.watch_timeout_seconds + self._settings.timeouts.read,
         )
-        try:
-            response = self._transport.get(self.spec.path, query, timeouts)
-        except ApiStatusError as error:
-            if error.status == HTTP_GONE:
-                raise ExpiredError from None
-            raise
-        self._response = response
-        try:
+        with self._request(query, timeouts) as response:
             for line in _lines(response):
                 self._handle(line)
                 if self._stop.is_set():
                     break
-        finally:
-            self._response = None
-            response.release_conn()
 
     def _handle(self, line: bytes) -> None:
         event = self._event_decoder.decode(line)

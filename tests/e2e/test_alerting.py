@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,8 @@ import pytest
 import yaml
 
 from tests.conftest import EXAMPLES_DIR, PROJECT_ROOT, exporter_command
-from tests.e2e.prometheus import free_port, prometheus_stack, wait_for
+from tests.e2e.exporter import serving_snapshot
+from tests.e2e.prometheus import prometheus_stack
 
 RULE_FILE = PROJECT_ROOT / "alerts" / "topology-hints.rules.yaml"
 SNAPSHOT = EXAMPLES_DIR / "eight-replicas-refused.json"
@@ -48,38 +48,8 @@ def expected_disabled_services(snapshot: Path) -> set[tuple[str, str, str, str]]
 @pytest.fixture
 def exporter(tmp_path: Path) -> Iterator[str]:
     """`topology-hints-exporter serve` on a static snapshot; yields its host:port once ready."""
-    address = f"127.0.0.1:{free_port()}"
-    log = tmp_path / "exporter.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [
-                *exporter_command(),
-                "serve",
-                "--snapshot",
-                str(SNAPSHOT),
-                "--listen-address",
-                address,
-            ],
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-
-        def ready() -> bool:
-            if process.poll() is not None:
-                pytest.fail(f"the exporter exited with {process.returncode}:\n{log.read_text()}")
-            with urllib.request.urlopen(f"http://{address}/readyz", timeout=2) as response:
-                return bool(response.status == 200)
-
-        wait_for(ready, 30, what="exporter ready")
+    with serving_snapshot(SNAPSHOT, tmp_path / "exporter.log") as address:
         yield address
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
 
 
 @pytest.mark.e2e

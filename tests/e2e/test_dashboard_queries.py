@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import PROJECT_ROOT, exporter_command
+from tests.conftest import PROJECT_ROOT
 from tests.e2e.dashboard_queries import dashboard_queries
-from tests.e2e.prometheus import free_port, prometheus_stack, wait_for
+from tests.e2e.exporter import serving_snapshot
+from tests.e2e.prometheus import prometheus_stack
 from tests.k8s_objects import (
     as_list,
     endpoint,
@@ -76,24 +75,8 @@ def mixed_cluster() -> dict[str, object]:
 def exporter(tmp_path: Path) -> Iterator[str]:
     snapshot = tmp_path / "cluster.json"
     snapshot.write_text(json.dumps(mixed_cluster()))
-    address = f"127.0.0.1:{free_port()}"
-    process = subprocess.Popen(
-        [*exporter_command(), "serve", "--snapshot", str(snapshot), "--listen-address", address],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-
-        def ready() -> bool:
-            assert process.poll() is None, "the exporter exited"
-            with urllib.request.urlopen(f"http://{address}/readyz", timeout=2) as response:
-                return bool(response.status == 200)
-
-        wait_for(ready, 30, what="exporter ready")
+    with serving_snapshot(snapshot, tmp_path / "exporter.log") as address:
         yield address
-    finally:
-        process.terminate()
-        process.wait(10)
 
 
 @pytest.mark.e2e
