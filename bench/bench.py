@@ -40,7 +40,8 @@ from cluster import ClusterSize, ServicePlan, cluster_objects, endpoint_slices, 
 
 from exporter.evaluator import ExporterState  # noqa: E402
 from exporter.logs import configure_logging  # noqa: E402
-from exporter.serve import Exporter, ServeOptions, tune_garbage_collector  # noqa: E402
+from exporter.runtime import tune_garbage_collector  # noqa: E402
+from exporter.serve import Exporter, ServeOptions  # noqa: E402
 from tests.kubeapi import FakeKubeAPI  # noqa: E402
 
 RESOURCE_PATHS = {
