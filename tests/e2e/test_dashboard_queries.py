@@ -2,38 +2,33 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from exporter.serve import ServeOptions
 from tests.conftest import PROJECT_ROOT
 from tests.e2e.dashboard_queries import dashboard_queries
-from tests.e2e.exporter import serving_snapshot
 from tests.e2e.prometheus import prometheus_stack
 from tests.k8s_objects import (
     as_list,
     endpoint,
     endpoint_slice,
+    event,
     service,
     three_zone_nodes,
     zone_endpoints,
 )
+from tests.kubeapi import FakeKubeAPI
+from tests.scrape import running_exporter, wait_until
 
 RULE_FILE = PROJECT_ROOT / "alerts" / "topology-hints.rules.yaml"
 
-# Panels that a static snapshot cannot feed, each with the reason. Anything else empty fails.
+# Panels this cluster cannot feed, each with the reason. Anything else empty fails.
 EXPECTED_EMPTY = {
     # Every node of this cluster has a zone and CPU: nothing is missing.
     "Nodes missing topology info": "the cluster's node info is sufficient",
-    # A snapshot has no watches and no Events.
-    "Watch up": "snapshot mode has no watches",
-    "Watch restarts": "snapshot mode has no watches",
-    "Watch events": "snapshot mode has no watches",
-    "Invalid objects": "snapshot mode has no watches (a bad snapshot object stops the load)",
-    "Controller events": "a snapshot holds no Events",
-    "Time since last controller event": "a snapshot holds no Events",
 }
 
 # (namespace, service) choices for the Service drill-down; a panel has data if any choice does.
@@ -41,7 +36,7 @@ SERVICE_CHOICES = (("shop", "web"), ("shop", "cart"), ("shop", "search"), ("shop
                    ("payments", "ledger"), ("payments", "local"))  # fmt: skip
 
 
-def mixed_cluster() -> dict[str, object]:
+def mixed_cluster() -> dict[str, list[dict[str, object]]]:
     """One cluster with every situation the dashboards show."""
     thin = [
         endpoint(f"10.0.3.{i}", zone, f"node-{zone[-1]}-0", hint_zones=(zone,))
@@ -72,11 +67,22 @@ def mixed_cluster() -> dict[str, object]:
 
 
 @pytest.fixture
-def exporter(tmp_path: Path) -> Iterator[str]:
-    snapshot = tmp_path / "cluster.json"
-    snapshot.write_text(json.dumps(mixed_cluster()))
-    with serving_snapshot(snapshot, tmp_path / "exporter.log") as address:
-        yield address
+def exporter(kube_api: FakeKubeAPI, kubeconfig: Path) -> Iterator[str]:
+    """The exporter watching the test API server, with events and one malformed object."""
+    malformed = endpoint_slice("shop", "broken", "web", [])
+    malformed["endpoints"] = "not a list"
+    kube_api.load(
+        [
+            *mixed_cluster()["items"],
+            event("shop", "cart.1", "cart", "TopologyAwareHintsDisabled", count=2),
+            event("shop", "web.1", "web", "TopologyAwareHintsEnabled"),
+            malformed,
+        ]
+    )
+    options = ServeOptions(listen_address="127.0.0.1:0", kubeconfig=str(kubeconfig), context="fake")
+    with running_exporter(options) as live:
+        wait_until(lambda: live.readiness()[0], timeout=30)
+        yield f"127.0.0.1:{live.server.port}"
 
 
 @pytest.mark.e2e
