@@ -166,15 +166,7 @@ class Status(msgspec.Struct):
     message: str = ""
 
 
-RawObject = RawNode | RawService | RawEndpointSlice | RawEvent
 _Raw = TypeVar("_Raw", RawNode, RawService, RawEndpointSlice, RawEvent)
-
-RAW_TYPES: dict[str, type[RawNode | RawService | RawEndpointSlice | RawEvent]] = {
-    "Node": RawNode,
-    "Service": RawService,
-    "EndpointSlice": RawEndpointSlice,
-    "Event": RawEvent,
-}
 
 _intern = sys.intern
 

@@ -8,7 +8,6 @@ reference swapped atomically, so a scrape never sees a half-applied update.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -106,13 +105,6 @@ class Evaluator:
         for listener in self._listeners:
             listener(self._state)
         return self._state
-
-    def run(self, stop: threading.Event, *, idle_wakeup: float = 1.0) -> None:
-        """Evaluate until stopped; changes arriving while evaluating coalesce into the next step."""
-        self.step()
-        while not stop.is_set():
-            if self._store.wait_for_changes(idle_wakeup):
-                self.step()
 
     # -- internals ---------------------------------------------------------------------
 

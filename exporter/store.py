@@ -210,13 +210,10 @@ class ClusterStore:
         pending = self._pending
         return pending.nodes or bool(pending.services) or pending.events
 
-    def take_changes(self, *, everything: bool = False) -> Changes:
-        """Hand over what changed since the last call (or all of it) and reset the record."""
+    def take_changes(self) -> Changes:
+        """Hand over what changed since the last call and reset the record."""
         with self._lock:
             pending, self._pending = self._pending, _Pending()
-            keys = (
-                self._services.keys() | self._slices_of.keys() if everything else pending.services
-            )
             services = {
                 key: (
                     self._services.get(key),
@@ -225,9 +222,7 @@ class ClusterStore:
                         for _, endpoint_slice in sorted(self._slices_of.get(key, {}).items())
                     ),
                 )
-                for key in keys
+                for key in pending.services
             }
-            nodes = tuple(self._nodes.values()) if pending.nodes or everything else None
-            return Changes(
-                nodes=nodes, services=services, events_changed=pending.events or everything
-            )
+            nodes = tuple(self._nodes.values()) if pending.nodes else None
+            return Changes(nodes=nodes, services=services, events_changed=pending.events)
