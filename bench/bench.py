@@ -245,8 +245,8 @@ def measure_incremental(size: ClusterSize, directory: Path, samples: int) -> lis
             key = target.get("key")
             if key is None:
                 return
-            verdicts = state.verdicts.get(key, ())
-            if verdicts and verdicts[0].ready_endpoints == target["ready"]:
+            result = state.services.get(key)
+            if result is not None and result.verdicts[0].ready_endpoints == target["ready"]:
                 target["at"] = time.perf_counter()
                 published.set()
 

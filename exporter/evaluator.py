@@ -41,6 +41,19 @@ def _frozen(mapping: Mapping[_K, _V]) -> Mapping[_K, _V]:
 
 
 @dataclass(frozen=True, slots=True)
+class ServiceResult:
+    """One Service's verdicts (one per address type) and their expected-state flips."""
+
+    verdicts: tuple[ServiceVerdict, ...]
+    # Flips between enabled and disabled seen since start, aligned with `verdicts`.
+    state_changes: tuple[int, ...]
+
+    @property
+    def service(self) -> Service:
+        return self.verdicts[0].service
+
+
+@dataclass(frozen=True, slots=True)
 class ExporterState:
     """Everything a scrape renders, computed together."""
 
@@ -48,13 +61,11 @@ class ExporterState:
     nodes: ReadyNodes = field(
         default_factory=lambda: ReadyNodes(MappingProxyType({}), MappingProxyType({}))
     )
-    # Services that have EndpointSlices, with one verdict per address type.
-    services: Mapping[ServiceKey, Service] = field(default_factory=lambda: MappingProxyType({}))
-    verdicts: Mapping[ServiceKey, tuple[ServiceVerdict, ...]] = field(
+    # Services that have EndpointSlices. A result is replaced only when its Service is
+    # re-evaluated, so its identity tells renderers whether cached output still holds.
+    services: Mapping[ServiceKey, ServiceResult] = field(
         default_factory=lambda: MappingProxyType({})
     )
-    # Expected-state flips (enabled <-> disabled) seen since start, per verdict key.
-    state_changes: Mapping[VerdictKey, int] = field(default_factory=lambda: MappingProxyType({}))
     # (namespace, service, reason) -> unix time of the latest controller event.
     last_event: Mapping[EventKey, float] = field(default_factory=lambda: MappingProxyType({}))
     # reason -> occurrences seen since start.
@@ -76,13 +87,14 @@ class Evaluator:
         self._clock = clock or time.time
         self._observe = observe or (lambda _seconds: None)
         self._inputs: dict[ServiceKey, tuple[Service | None, tuple[EndpointSlice, ...]]] = {}
-        self._verdicts: dict[ServiceKey, tuple[ServiceVerdict, ...]] = {}
-        self._services: dict[ServiceKey, Service] = {}
+        self._results: dict[ServiceKey, ServiceResult] = {}
         self._last_state: dict[VerdictKey, ExpectedState] = {}
         self._flips: dict[VerdictKey, int] = {}
         self._event_counts: dict[str, int] = {}
         self._event_totals: dict[str, int] = {}
         self._last_event: dict[EventKey, float] = {}
+        # Event figures changed since last published: only then are they copied again.
+        self._events_dirty = False
         self._state = ExporterState()
         self._listeners: list[Callable[[ExporterState], None]] = []
 
@@ -118,42 +130,42 @@ class Evaluator:
             if capacity != previous.capacity or nodes != previous.nodes:
                 dirty |= self._inputs.keys()
         self._inputs.update(changes.services)
-        for key, (service, _) in changes.services.items():
-            if service is None:
-                self._services.pop(key, None)
-            else:
-                self._services[key] = service
         for key in dirty:
             self._reevaluate(key, capacity, nodes)
         if changes.events_changed:
             self._count_events(self._store.events())
+        last_event, event_totals = previous.last_event, previous.event_totals
+        if self._events_dirty:
+            last_event, event_totals = _frozen(self._last_event), _frozen(self._event_totals)
+            self._events_dirty = False
         self._state = ExporterState(
             capacity=capacity,
             nodes=nodes,
-            services=_frozen(self._services),
-            verdicts=_frozen(self._verdicts),
-            state_changes=_frozen(self._flips),
-            last_event=_frozen(self._last_event),
-            event_totals=_frozen(self._event_totals),
+            services=_frozen(self._results),
+            last_event=last_event,
+            event_totals=event_totals,
             evaluated_at=self._clock(),
             generation=previous.generation + 1,
         )
 
     def _reevaluate(self, key: ServiceKey, capacity: ClusterCapacity, nodes: ReadyNodes) -> None:
         service, slices = self._inputs.get(key, (None, ()))
-        old_keys = {verdict.key for verdict in self._verdicts.get(key, ())}
+        old = self._results.get(key)
+        old_keys = {verdict.key for verdict in old.verdicts} if old is not None else set()
         if service is None or not slices:
-            self._verdicts.pop(key, None)
+            self._results.pop(key, None)
             if service is None:
                 self._inputs.pop(key, None)
                 self._forget_events_of(key)
             self._forget(old_keys)
             return
         verdicts = evaluate_service(service, slices, capacity, nodes)
-        self._verdicts[key] = verdicts
         self._forget(old_keys - {verdict.key for verdict in verdicts})
         for verdict in verdicts:
             self._track_flip(verdict)
+        self._results[key] = ServiceResult(
+            verdicts, tuple(self._flips[verdict.key] for verdict in verdicts)
+        )
 
     def _track_flip(self, verdict: ServiceVerdict) -> None:
         key = verdict.key
@@ -174,8 +186,10 @@ class Evaluator:
     def _forget_events_of(self, service: ServiceKey) -> None:
         for key in [key for key in self._last_event if key[:2] == service]:
             del self._last_event[key]
+            self._events_dirty = True
 
     def _count_events(self, events: tuple[ControllerEvent, ...]) -> None:
+        self._events_dirty = True
         seen: dict[str, int] = {}
         for event in events:
             before = self._event_counts.get(event.uid, 0)

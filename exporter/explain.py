@@ -24,7 +24,8 @@ from exporter.engine import (
     ServiceVerdict,
 )
 from exporter.engine.allocation import OVERLOAD_THRESHOLD, refusal_reason, zone_minimum
-from exporter.engine.model import DEPRECATED_HINTS_ANNOTATION, TOPOLOGY_MODE_ANNOTATION, ZONE_LABEL
+from exporter.engine.mechanism import deciding_annotation
+from exporter.engine.model import ZONE_LABEL
 from exporter.engine.reasons import HINTS_DISABLED_EVENT, HINTS_ENABLED_EVENT
 
 LABEL_WIDTH = 19
@@ -284,7 +285,7 @@ def service_lines(
 
 def mechanism_text(verdict: ServiceVerdict) -> str:
     service = verdict.service
-    annotation = deciding_annotation(verdict)
+    annotation = deciding_annotation_text(verdict)
     field_text = (
         f"spec.trafficDistribution={service.traffic_distribution}"
         if service.traffic_distribution is not None
@@ -302,14 +303,10 @@ def mechanism_text(verdict: ServiceVerdict) -> str:
     return "none: " + ("; ".join(reasons) or "no topology annotation, no spec.trafficDistribution")
 
 
-def deciding_annotation(verdict: ServiceVerdict) -> str | None:
-    """key=value of the annotation that decides, the deprecated one first."""
-    service = verdict.service
-    if service.deprecated_hints_annotation is not None:
-        return f"{DEPRECATED_HINTS_ANNOTATION}={service.deprecated_hints_annotation}"
-    if service.topology_mode_annotation is not None:
-        return f"{TOPOLOGY_MODE_ANNOTATION}={service.topology_mode_annotation}"
-    return None
+def deciding_annotation_text(verdict: ServiceVerdict) -> str | None:
+    """key=value of the annotation that decides."""
+    decider = deciding_annotation(verdict.service)
+    return f"{decider[0]}={decider[1]}" if decider is not None else None
 
 
 def verdict_text(verdict: ServiceVerdict, options: ExplainOptions) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from exporter.engine.model import Service
+from exporter.engine.model import DEPRECATED_HINTS_ANNOTATION, TOPOLOGY_MODE_ANNOTATION, Service
 
 
 class Mechanism(StrEnum):
@@ -54,15 +54,25 @@ KNOWN_ANNOTATION_VALUES = ANNOTATION_ON_VALUES | {"Disabled", "disabled"}
 VALID_TRAFFIC_DISTRIBUTIONS = frozenset({"PreferClose", "PreferSameZone", "PreferSameNode"})
 
 
-def deciding_annotation(service: Service) -> str | None:
-    """The deprecated annotation, when present, decides alone; topology-mode is not read."""
+def deciding_annotation(service: Service) -> tuple[str, str] | None:
+    """(key, value) of the annotation the controller reads.
+
+    The deprecated annotation, when present, decides alone; topology-mode is not read.
+    """
     if service.deprecated_hints_annotation is not None:
-        return service.deprecated_hints_annotation
-    return service.topology_mode_annotation
+        return DEPRECATED_HINTS_ANNOTATION, service.deprecated_hints_annotation
+    if service.topology_mode_annotation is not None:
+        return TOPOLOGY_MODE_ANNOTATION, service.topology_mode_annotation
+    return None
+
+
+def _deciding_value(service: Service) -> str | None:
+    decider = deciding_annotation(service)
+    return decider[1] if decider is not None else None
 
 
 def annotation_on(service: Service) -> bool:
-    return deciding_annotation(service) in ANNOTATION_ON_VALUES
+    return _deciding_value(service) in ANNOTATION_ON_VALUES
 
 
 def mechanism_of(service: Service) -> Mechanism:
@@ -82,7 +92,7 @@ def config_issues(service: Service) -> frozenset[ConfigIssue]:
         and service.topology_mode_annotation is not None
     ):
         issues.add(ConfigIssue.DEPRECATED_ANNOTATION_SHADOWS_TOPOLOGY_MODE)
-    decider = deciding_annotation(service)
+    decider = _deciding_value(service)
     if decider is not None and decider not in KNOWN_ANNOTATION_VALUES:
         issues.add(ConfigIssue.UNKNOWN_ANNOTATION_VALUE)
     if (

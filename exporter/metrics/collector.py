@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from exporter.engine import Mechanism, ProxyMode, Service, ServiceVerdict
-from exporter.evaluator import ExporterState
+from exporter.engine import Mechanism, ProxyMode, ServiceVerdict
+from exporter.evaluator import ExporterState, ServiceResult
 from exporter.metrics.families import (
     CLUSTER_FAMILIES,
     CONTROLLER_EVENTS,
@@ -28,7 +28,8 @@ from exporter.metrics.families import (
     Family,
     MetricType,
     Sample,
-    ServiceEntry,
+    entries_of,
+    entry_family_samples,
     proxy_node_counts,
 )
 
@@ -99,31 +100,21 @@ class HintsCollector(Collector):
             return
         state = self._state()
         exported = [
-            (state.services[key], verdicts)
-            for key, verdicts in sorted(state.verdicts.items())
-            if key in state.services and is_exported(verdicts, self._options)
+            result
+            for _, result in sorted(state.services.items())
+            if is_exported(result.verdicts, self._options)
         ]
-        entries = [
-            ServiceEntry(verdict, state.state_changes.get(verdict.key, 0))
-            for _, verdicts in exported
-            for verdict in verdicts
-        ]
+        entries = [entry for result in exported for entry in entries_of(result)]
+        verdicts = [entry.verdict for entry in entries]
         for family, cluster_samples in CLUSTER_FAMILIES:
             yield _filled(family, cluster_samples(state))
         yield _filled(SERVICE_INFO, service_info_samples(exported))
         yield _filled(SERVICE_CONFIG_ISSUE, config_issue_samples(exported))
         for family, entry_samples in SERVICE_ENTRY_FAMILIES:
-            yield _filled(
-                family,
-                (
-                    ((*entry.verdict.key, *labels), value)
-                    for entry in entries
-                    for labels, value in entry_samples(entry)
-                ),
-            )
-        yield _filled(SERVICE_PROXY_NODES, proxy_node_samples(entries, state))
-        yield _filled(NODE_PROXY_SERVICES, node_proxy_service_samples(entries, state))
-        exported_keys = {service.key for service, _ in exported}
+            yield _filled(family, entry_family_samples(entry_samples, entries))
+        yield _filled(SERVICE_PROXY_NODES, proxy_node_samples(verdicts, state))
+        yield _filled(NODE_PROXY_SERVICES, node_proxy_service_samples(verdicts, state))
+        exported_keys = {result.service.key for result in exported}
         yield _filled(LAST_EVENT_TIMESTAMP, last_event_samples(state, exported_keys))
         yield _filled(
             CONTROLLER_EVENTS,
@@ -138,15 +129,14 @@ def last_event_samples(state: ExporterState, exported: set[tuple[str, str]]) -> 
             yield key, timestamp
 
 
-def service_info_samples(
-    exported: list[tuple[Service, tuple[ServiceVerdict, ...]]],
-) -> Iterator[Sample]:
-    for service, verdicts in exported:
+def service_info_samples(exported: Iterable[ServiceResult]) -> Iterator[Sample]:
+    for result in exported:
+        service = result.service
         yield (
             (
                 service.namespace,
                 service.name,
-                str(verdicts[0].mechanism),
+                str(result.verdicts[0].mechanism),
                 service.traffic_distribution or "",
                 service.internal_traffic_policy or "",
             ),
@@ -154,22 +144,23 @@ def service_info_samples(
         )
 
 
-def config_issue_samples(
-    exported: list[tuple[Service, tuple[ServiceVerdict, ...]]],
-) -> Iterator[Sample]:
-    for service, verdicts in exported:
-        for issue in sorted(verdicts[0].config_issues):
+def config_issue_samples(exported: Iterable[ServiceResult]) -> Iterator[Sample]:
+    for result in exported:
+        service = result.service
+        for issue in sorted(result.verdicts[0].config_issues):
             yield (service.namespace, service.name, str(issue)), 1.0
 
 
-def proxy_node_samples(entries: list[ServiceEntry], state: ExporterState) -> Iterator[Sample]:
-    for entry in entries:
-        for mode, count in sorted(proxy_node_counts(entry.verdict, state).items()):
-            yield (*entry.verdict.key, str(mode)), float(count)
+def proxy_node_samples(
+    verdicts: Iterable[ServiceVerdict], state: ExporterState
+) -> Iterator[Sample]:
+    for verdict in verdicts:
+        for mode, count in sorted(proxy_node_counts(verdict, state).items()):
+            yield (*verdict.key, str(mode)), float(count)
 
 
 def node_proxy_service_samples(
-    entries: list[ServiceEntry], state: ExporterState
+    verdicts: Iterable[ServiceVerdict], state: ExporterState
 ) -> Iterator[Sample]:
     """Per node and mode, over exported entries; computed per zone, then adjusted per node.
 
@@ -178,8 +169,8 @@ def node_proxy_service_samples(
     """
     by_zone: dict[str, dict[ProxyMode, int]] = {}
     adjustments: dict[str, dict[ProxyMode, int]] = {}
-    for entry in entries:
-        proxy = entry.verdict.proxy
+    for verdict in verdicts:
+        proxy = verdict.proxy
         for zone, mode in proxy.by_zone.items():
             counts = by_zone.setdefault(zone, {})
             counts[mode] = counts.get(mode, 0) + 1

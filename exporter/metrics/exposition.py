@@ -23,8 +23,7 @@ from prometheus_client import CollectorRegistry, generate_latest, make_wsgi_app
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 from prometheus_client.utils import floatToGoString
 
-from exporter.engine import Service, ServiceVerdict
-from exporter.evaluator import ExporterState
+from exporter.evaluator import ExporterState, ServiceResult
 from exporter.metrics.collector import (
     ExportOptions,
     FamilyFilter,
@@ -47,7 +46,8 @@ from exporter.metrics.families import (
     Family,
     MetricType,
     Sample,
-    ServiceEntry,
+    entries_of,
+    entry_family_samples,
 )
 from exporter.store import ServiceKey
 
@@ -120,40 +120,29 @@ def family_header(family: Family, fmt: Format) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class _Fragment:
-    # The verdict tuple these lines were rendered from: still valid while it is the same object.
-    verdicts: tuple[ServiceVerdict, ...]
+    # The result these lines were rendered from: still valid while it is the same object.
+    result: ServiceResult
     exported: bool
     # One chunk of sample lines per PER_SERVICE_FAMILIES entry.
     chunks: tuple[bytes, ...]
 
 
 def _render_service(
-    service: Service,
-    verdicts: tuple[ServiceVerdict, ...],
-    state: ExporterState,
-    options: ExportOptions,
+    result: ServiceResult, state: ExporterState, options: ExportOptions
 ) -> _Fragment:
-    if not is_exported(verdicts, options):
-        return _Fragment(verdicts, exported=False, chunks=())
-    exported = [(service, verdicts)]
-    entries = [ServiceEntry(v, state.state_changes.get(v.key, 0)) for v in verdicts]
+    if not is_exported(result.verdicts, options):
+        return _Fragment(result, exported=False, chunks=())
+    entries = entries_of(result)
     chunks = [
-        sample_lines(SERVICE_INFO, service_info_samples(exported)),
-        sample_lines(SERVICE_CONFIG_ISSUE, config_issue_samples(exported)),
+        sample_lines(SERVICE_INFO, service_info_samples([result])),
+        sample_lines(SERVICE_CONFIG_ISSUE, config_issue_samples([result])),
+        *(
+            sample_lines(family, entry_family_samples(entry_samples, entries))
+            for family, entry_samples in SERVICE_ENTRY_FAMILIES
+        ),
+        sample_lines(SERVICE_PROXY_NODES, proxy_node_samples(result.verdicts, state)),
     ]
-    for family, entry_samples in SERVICE_ENTRY_FAMILIES:
-        chunks.append(
-            sample_lines(
-                family,
-                (
-                    ((*entry.verdict.key, *labels), value)
-                    for entry in entries
-                    for labels, value in entry_samples(entry)
-                ),
-            )
-        )
-    chunks.append(sample_lines(SERVICE_PROXY_NODES, proxy_node_samples(entries, state)))
-    return _Fragment(verdicts, exported=True, chunks=tuple(chunks))
+    return _Fragment(result, exported=True, chunks=tuple(chunks))
 
 
 class ExpositionRenderer:
@@ -229,14 +218,10 @@ class ExpositionRenderer:
     def _refresh(self, state: ExporterState) -> list[tuple[ServiceKey, _Fragment]]:
         """Fragments of every Service in key order, re-rendering only the changed ones."""
         fresh: dict[ServiceKey, _Fragment] = {}
-        for key in sorted(state.verdicts):
-            service = state.services.get(key)
-            if service is None:
-                continue
-            verdicts = state.verdicts[key]
+        for key, result in sorted(state.services.items()):
             fragment = self._fragments.get(key)
-            if fragment is None or fragment.verdicts is not verdicts:
-                fragment = _render_service(service, verdicts, state, self._options)
+            if fragment is None or fragment.result is not result:
+                fragment = _render_service(result, state, self._options)
             fresh[key] = fragment
         # Deleted Services drop out here: their lines are never written again.
         self._fragments = fresh
@@ -244,14 +229,14 @@ class ExpositionRenderer:
 
     def _nodes(self, state: ExporterState, fragments: list[tuple[ServiceKey, _Fragment]]) -> bytes:
         if state.generation != self._nodes_for:
-            entries = [
-                ServiceEntry(verdict, 0)
+            verdicts = [
+                verdict
                 for _, fragment in fragments
                 if fragment.exported
-                for verdict in fragment.verdicts
+                for verdict in fragment.result.verdicts
             ]
             self._node_chunk = sample_lines(
-                NODE_PROXY_SERVICES, node_proxy_service_samples(entries, state)
+                NODE_PROXY_SERVICES, node_proxy_service_samples(verdicts, state)
             )
             self._nodes_for = state.generation
         return self._node_chunk

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from exporter.engine import ExpectedState, ProxyMode, ServiceVerdict
-from exporter.evaluator import ExporterState
+from exporter.evaluator import ExporterState, ServiceResult
 
 PREFIX = "topology_hints_"
 SERVICE_ENTRY_LABELS = ("namespace", "service", "address_type")
@@ -47,6 +47,22 @@ class ServiceEntry:
 
 ClusterFunction = Callable[[ExporterState], Iterable[Sample]]
 EntryFunction = Callable[[ServiceEntry], Iterable[Sample]]
+
+
+def entries_of(result: ServiceResult) -> list[ServiceEntry]:
+    return [
+        ServiceEntry(verdict, flips)
+        for verdict, flips in zip(result.verdicts, result.state_changes, strict=True)
+    ]
+
+
+def entry_family_samples(
+    function: EntryFunction, entries: Iterable[ServiceEntry]
+) -> Iterator[Sample]:
+    """A per-entry family's samples, each prefixed with the entry's identity labels."""
+    for entry in entries:
+        for labels, value in function(entry):
+            yield (*entry.verdict.key, *labels), value
 
 
 def _gauge(name: str, help_text: str, *labels: str) -> Family:

@@ -110,6 +110,14 @@ def test_default_export_selection(serve_snapshot: ServeSnapshot) -> None:
     ]
     # mechanism none: no expected_enabled series at all.
     assert result.labelled("topology_hints_service_expected_enabled", service="typo") == []
+    # Nearest feasible counts exist for auto only: not for none, not for traffic-distribution.
+    for name in ("typo", "close"):
+        assert (
+            result.labelled("topology_hints_service_nearest_feasible_endpoints", service=name) == []
+        )
+    close = {"namespace": "ops", "service": "close", "address_type": "IPv4"}
+    assert result.value("topology_hints_service_expected_enabled", **close) == 1
+    assert result.labelled("topology_hints_service_disabled_reason", service="close") == []
 
 
 def test_all_services_flag_exports_plain_services(serve_snapshot: ServeSnapshot) -> None:
@@ -168,6 +176,7 @@ def test_node_without_zone_label_reports_empty_zone(serve_snapshot: ServeSnapsho
         {"node": "stray", "missing": "zone"}
     ]
     assert result.series("topology_hints_zone_cpu_ratio") == {}
+    assert result.series("topology_hints_zone_allocatable_cpu_cores") == {}
     assert result.labelled("topology_hints_service_disabled_reason", service="web") == [
         {**S, "service": "web", "reason": "InsufficientNodeInfo"}
     ]
