@@ -31,7 +31,18 @@ from exporter.decode import (
 )
 from exporter.sources.kubeapi import ApiStatusError, Timeouts
 
-_Raw = TypeVar("_Raw")
+
+class _Metadata(Protocol):
+    @property
+    def resourceVersion(self) -> str: ...  # noqa: N802 - the API's spelling
+
+
+class _RawObject(Protocol):
+    @property
+    def metadata(self) -> _Metadata: ...
+
+
+_Raw = TypeVar("_Raw", bound=_RawObject)
 _Slim = TypeVar("_Slim")
 
 HTTP_FORBIDDEN = 403
@@ -288,17 +299,22 @@ class Informer(Generic[_Raw, _Slim]):
             if status.code == HTTP_GONE:
                 raise ExpiredError
             raise ApiStatusError(status.code, status.reason, status.message)
-        meta = msgspec.json.decode(event.object, type=ObjectMeta).metadata
-        if event.type == "DELETED":
-            self._sink.delete(meta.namespace, meta.name, meta.uid)
-        elif event.type in {"ADDED", "MODIFIED"}:
-            raw = self._decode_object(event.object)
-            slim = self._convert(raw) if raw is not None else None
+        # A valid added or modified object is decoded once, metadata included; only
+        # deletions, bookmarks and invalid objects need the metadata on its own.
+        raw = self._decode_object(event.object) if event.type in {"ADDED", "MODIFIED"} else None
+        if raw is not None:
+            resource_version = raw.metadata.resourceVersion
+            slim = self._convert(raw)
             if slim is not None:
                 self._sink.upsert(slim)
+        else:
+            meta = msgspec.json.decode(event.object, type=ObjectMeta).metadata
+            resource_version = meta.resourceVersion
+            if event.type == "DELETED":
+                self._sink.delete(meta.namespace, meta.name, meta.uid)
         self._healthy()
-        if meta.resourceVersion:
-            self._resource_version = meta.resourceVersion
+        if resource_version:
+            self._resource_version = resource_version
 
     # -- health ----------------------------------------------------------------------------
 
