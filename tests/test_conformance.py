@@ -1,4 +1,4 @@
-"""Every conformance vector in ../shared/conformance passes through the real CLI."""
+"""Every conformance vector in tests/conformance passes through the real CLI."""
 
 from __future__ import annotations
 
@@ -8,26 +8,39 @@ from pathlib import Path
 
 import pytest
 
-from tests.conformance import mismatches, service_keys
-from tests.conftest import CONFORMANCE_DIR, IN_CI, exporter_command
+from tests.conformance_rules import mismatches, service_keys
+from tests.conftest import CONFORMANCE_DIR, IN_CI, SHARED_CONFORMANCE_DIR, exporter_command
+
+VECTORS = sorted(CONFORMANCE_DIR.glob("*.snapshot.json"))
 
 
-def _vectors() -> list[Path]:
-    if not CONFORMANCE_DIR.is_dir():
-        return []
-    return sorted(CONFORMANCE_DIR.glob("*.snapshot.json"))
+def _file_names(folder: Path) -> set[str]:
+    return {path.name for path in folder.iterdir() if path.is_file()}
 
 
-VECTORS = _vectors()
+def test_repository_holds_the_vectors() -> None:
+    """The vectors live in the repository, so a clone without ../shared runs every one."""
+    assert len(VECTORS) >= 60
+    for snapshot in VECTORS:
+        assert snapshot.with_name(snapshot.name.replace(".snapshot.", ".expected.")).is_file()
 
 
-def test_conformance_folder_is_present() -> None:
-    """CI always has the shared folder; elsewhere its absence is a skip, not a silent pass."""
-    if not VECTORS:
+def test_repository_copy_matches_the_shared_vectors() -> None:
+    """A vector added to or changed in ../shared/conformance is noticed and copied in."""
+    if not SHARED_CONFORMANCE_DIR.is_dir():
         if IN_CI:
-            pytest.fail(f"no conformance vectors in {CONFORMANCE_DIR}")
-        pytest.skip(f"conformance vectors not found in {CONFORMANCE_DIR}")
-    assert len(VECTORS) >= 1
+            pytest.fail(f"CI lays the shared folder beside the clone: {SHARED_CONFORMANCE_DIR}")
+        pytest.skip("no ../shared/conformance beside this checkout to compare with")
+    shared = _file_names(SHARED_CONFORMANCE_DIR)
+    ours = _file_names(CONFORMANCE_DIR)
+    assert sorted(shared - ours) == [], "copy the new vectors into tests/conformance/"
+    assert sorted(ours - shared) == [], "vectors removed upstream: remove them here too"
+    changed = sorted(
+        name
+        for name in shared
+        if (SHARED_CONFORMANCE_DIR / name).read_bytes() != (CONFORMANCE_DIR / name).read_bytes()
+    )
+    assert changed == [], "vectors changed upstream: copy them into tests/conformance/"
 
 
 @pytest.mark.parametrize("snapshot", VECTORS, ids=lambda path: path.name.split(".")[0])

@@ -1,4 +1,4 @@
-"""The comparison rules of ../shared/conformance/README.md, as a function that lists mismatches."""
+"""The comparison rules of tests/conformance/README.md, as a function that lists mismatches."""
 
 from __future__ import annotations
 
