@@ -1,8 +1,17 @@
-"""Kubernetes JSON to the engine's slim types.
+"""Kubernetes JSON to the engine's slim types, with every value bounded.
 
 The raw shapes below name only the fields the rules read; msgspec skips the rest of
 each object while decoding, so neither snapshot files nor watch payloads ever build
 the `kubernetes` client's models. Both sources use this one decoder.
+
+Every string the shapes keep has a length bound and every number a range, taken from
+what the API server itself allows (names of at most 253 characters, label keys of 317,
+annotations of 256 KiB, int32 counts), so that one hostile or corrupt object costs
+bounded time and memory; CPU quantities go through the bounded parser of
+`exporter.quantity`. Whatever is wrong with an object (a wrong type, a value out of
+range, a string that is not UTF-8, nesting deeper than the interpreter allows) is one
+`InvalidObjectError` naming it: the informers count it and skip the object, the CLI
+prints it as one line.
 """
 
 from __future__ import annotations
@@ -11,10 +20,9 @@ import functools
 import sys
 from datetime import datetime
 from fractions import Fraction
-from typing import Any, Generic, TypeVar
+from typing import Annotated, Any, ClassVar, Generic, TypeVar
 
 import msgspec
-from kubernetes.utils.quantity import parse_quantity
 
 from exporter.engine.model import (
     CONTROL_PLANE_LABELS,
@@ -30,9 +38,29 @@ from exporter.engine.model import (
     Service,
 )
 from exporter.engine.reasons import HINTS_DISABLED_EVENT, HINTS_ENABLED_EVENT
+from exporter.quantity import parse_quantity
 from exporter.store import ControllerEvent
 
 _Item = TypeVar("_Item")
+_T = TypeVar("_T")
+
+# Bounds, from the API server's validation: object names and most identifiers are DNS
+# subdomains (253); a qualified label or annotation key is a 253-character prefix, a
+# slash and a 63-character name; all annotations of an object total 256 KiB. Event names
+# and texts are looser upstream, so they get looser bounds here.
+MAX_NAME = 253
+MAX_KEY = 317
+MAX_ANNOTATION = 256 * 1024
+MAX_TEXT = 64 * 1024
+MAX_INT32 = 2**31 - 1
+
+Name = Annotated[str, msgspec.Meta(max_length=MAX_NAME)]
+_Key = Annotated[str, msgspec.Meta(max_length=MAX_KEY)]
+_Annotation = Annotated[str, msgspec.Meta(max_length=MAX_ANNOTATION)]
+_Text = Annotated[str, msgspec.Meta(max_length=MAX_TEXT)]
+_Int32 = Annotated[int, msgspec.Meta(ge=-MAX_INT32 - 1, le=MAX_INT32)]
+# A quantity as JSON writes it: a string, or a number (which the API server also accepts).
+_QuantityValue = Annotated[str, msgspec.Meta(max_length=64)] | float
 
 
 class InvalidObjectError(ValueError):
@@ -45,91 +73,112 @@ class InvalidObjectError(ValueError):
         self.problem = problem
 
 
-class _Meta(msgspec.Struct):
-    name: str
-    namespace: str = ""
-    labels: dict[str, str] | None = None
-    annotations: dict[str, str] | None = None
-    resourceVersion: str = ""  # noqa: N815 - the API's spelling
-    uid: str = ""
-    creationTimestamp: str | None = None  # noqa: N815
+# Raw shapes are acyclic, so gc=False keeps the cyclic collector away from them.
+class _Meta(msgspec.Struct, gc=False):
+    name: Name
+    namespace: Name = ""
+    labels: dict[_Key, Name] | None = None
+    annotations: dict[_Key, _Annotation] | None = None
+    resourceVersion: Name = ""  # noqa: N815 - the API's spelling
+    uid: Name = ""
+    creationTimestamp: Name | None = None  # noqa: N815
 
 
-class _Condition(msgspec.Struct):
-    type: str
-    status: str = ""
+class _Condition(msgspec.Struct, gc=False):
+    type: Name
+    status: Name = ""
 
 
-class _NodeStatus(msgspec.Struct):
-    allocatable: dict[str, str | float] | None = None
+class _Allocatable(msgspec.Struct, gc=False):
+    # Only cpu: the other resources (memory, pods, hugepages...) are skipped unread.
+    cpu: _QuantityValue | None = None
+
+
+class _NodeStatus(msgspec.Struct, gc=False):
+    allocatable: _Allocatable | None = None
     conditions: list[_Condition] | None = None
 
 
-class RawNode(msgspec.Struct):
+class RawNode(msgspec.Struct, gc=False):
+    KIND: ClassVar[str] = "Node"
     metadata: _Meta
     status: _NodeStatus | None = None
 
 
-class _ServiceSpec(msgspec.Struct):
-    type: str = "ClusterIP"
-    clusterIP: str | None = None  # noqa: N815
-    trafficDistribution: str | None = None  # noqa: N815
-    internalTrafficPolicy: str | None = None  # noqa: N815
+class _ServiceSpec(msgspec.Struct, gc=False):
+    type: Name = "ClusterIP"
+    clusterIP: Name | None = None  # noqa: N815
+    trafficDistribution: Name | None = None  # noqa: N815
+    internalTrafficPolicy: Name | None = None  # noqa: N815
 
 
-class RawService(msgspec.Struct):
+class RawService(msgspec.Struct, gc=False):
+    KIND: ClassVar[str] = "Service"
     metadata: _Meta
     spec: _ServiceSpec
 
 
-class _Named(msgspec.Struct):
-    name: str
+class _Named(msgspec.Struct, gc=False):
+    name: Name
 
 
-class _Hints(msgspec.Struct):
+class _Hints(msgspec.Struct, gc=False):
     forZones: list[_Named] | None = None  # noqa: N815
     forNodes: list[_Named] | None = None  # noqa: N815
 
 
-class _EndpointConditions(msgspec.Struct):
+class _EndpointConditions(msgspec.Struct, gc=False):
+    # One field per condition the rules read; add serving/terminating here as needed.
     ready: bool | None = None
 
 
-class _Endpoint(msgspec.Struct):
-    addresses: list[str]
+class _Endpoint(msgspec.Struct, gc=False):
+    addresses: list[Name]
     conditions: _EndpointConditions | None = None
-    zone: str | None = None
-    nodeName: str | None = None  # noqa: N815
+    zone: Name | None = None
+    nodeName: Name | None = None  # noqa: N815
     hints: _Hints | None = None
 
 
-class RawEndpointSlice(msgspec.Struct):
+class RawEndpointSlice(msgspec.Struct, gc=False):
+    KIND: ClassVar[str] = "EndpointSlice"
     metadata: _Meta
-    addressType: str  # noqa: N815
+    addressType: Name  # noqa: N815
     endpoints: list[_Endpoint] | None = None
 
 
-class _InvolvedObject(msgspec.Struct):
-    kind: str = ""
-    namespace: str = ""
-    name: str = ""
+class _EventObjectMeta(msgspec.Struct, gc=False):
+    # Event names embed the involved object's name plus a suffix: looser than MAX_NAME.
+    name: _Key
+    namespace: Name = ""
+    resourceVersion: Name = ""  # noqa: N815
+    uid: Name = ""
+    creationTimestamp: Name | None = None  # noqa: N815
 
 
-class RawEvent(msgspec.Struct):
-    metadata: _Meta
+class _InvolvedObject(msgspec.Struct, gc=False):
+    kind: Name = ""
+    namespace: Name = ""
+    name: Name = ""
+
+
+class RawEvent(msgspec.Struct, gc=False):
+    KIND: ClassVar[str] = "Event"
+    metadata: _EventObjectMeta
     involvedObject: _InvolvedObject  # noqa: N815
-    reason: str = ""
-    message: str = ""
-    type: str = ""
-    count: int | None = None
-    lastTimestamp: str | None = None  # noqa: N815
-    eventTime: str | None = None  # noqa: N815
-    firstTimestamp: str | None = None  # noqa: N815
+    reason: Name = ""
+    message: _Text = ""
+    type: Name = ""
+    count: _Int32 | None = None
+    lastTimestamp: Name | None = None  # noqa: N815
+    eventTime: Name | None = None  # noqa: N815
+    firstTimestamp: Name | None = None  # noqa: N815
 
 
-class ListMeta(msgspec.Struct):
-    resourceVersion: str = ""  # noqa: N815
-    continue_: str | None = msgspec.field(default=None, name="continue")
+class ListMeta(msgspec.Struct, gc=False):
+    resourceVersion: Name = ""  # noqa: N815
+    # Continue tokens are opaque and longer than names; bounded all the same.
+    continue_: _Text | None = msgspec.field(default=None, name="continue")
 
 
 class ListPage(msgspec.Struct, Generic[_Item]):
@@ -139,31 +188,31 @@ class ListPage(msgspec.Struct, Generic[_Item]):
     items: list[_Item] | None = None
 
 
-class WatchEvent(msgspec.Struct):
+class WatchEvent(msgspec.Struct, gc=False):
     """One line of a watch stream; the object is decoded once its type is known."""
 
-    type: str
+    type: Name
     object: msgspec.Raw
 
 
-class _EventMeta(msgspec.Struct):
+class _EventMeta(msgspec.Struct, gc=False):
     # BOOKMARK objects carry only a resourceVersion: nothing here may be required.
-    name: str = ""
-    namespace: str = ""
-    uid: str = ""
-    resourceVersion: str = ""  # noqa: N815
+    name: _Key = ""
+    namespace: Name = ""
+    uid: Name = ""
+    resourceVersion: Name = ""  # noqa: N815
 
 
-class ObjectMeta(msgspec.Struct):
+class ObjectMeta(msgspec.Struct, gc=False):
     """Just enough of any watch event's object to delete it and follow resourceVersions."""
 
     metadata: _EventMeta = msgspec.field(default_factory=_EventMeta)
 
 
-class Status(msgspec.Struct):
-    code: int = 0
-    reason: str = ""
-    message: str = ""
+class Status(msgspec.Struct, gc=False):
+    code: _Int32 = 0
+    reason: Name = ""
+    message: _Text = ""
 
 
 _Raw = TypeVar("_Raw", RawNode, RawService, RawEndpointSlice, RawEvent)
@@ -171,48 +220,146 @@ _Raw = TypeVar("_Raw", RawNode, RawService, RawEndpointSlice, RawEvent)
 _intern = sys.intern
 
 
-# No machine has 10^15 cores; the bound keeps Fraction() from building a 10^999999999
-# integer out of a hostile or mistyped quantity such as "1e999999999".
-_MAX_CPU_EXPONENT = 15
+# -- decoding with bounded failures ---------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=4096)
-def cpu_cores(quantity: str | float) -> Fraction:
-    """Allocatable CPU as exact cores, parsed by the client library's quantity helper."""
-    parsed = parse_quantity(quantity)  # type: ignore[no-untyped-call]
-    if not parsed.is_finite() or parsed.adjusted() > _MAX_CPU_EXPONENT:
-        raise ValueError(f"CPU quantity {quantity!r} is out of range")
-    return Fraction(parsed)
+class JsonDecoder(Generic[_T]):
+    """msgspec's JSON decoder, whose every failure is a `msgspec.DecodeError`.
+
+    msgspec reports a string that is not UTF-8 as UnicodeDecodeError and nesting deeper
+    than the interpreter's recursion limit as RecursionError; both are properties of one
+    value, like a wrong type, so they become `msgspec.ValidationError`s: a caller that
+    skips an invalid object (or falls back to decoding a page item by item) handles them
+    the same way, and nothing else escapes.
+    """
+
+    __slots__ = ("_decoder",)
+
+    def __init__(self, target: type[_T]) -> None:
+        self._decoder: msgspec.json.Decoder[_T] = msgspec.json.Decoder(target)
+
+    def decode(self, data: bytes | msgspec.Raw) -> _T:
+        try:
+            return self._decoder.decode(data)
+        except UnicodeDecodeError:
+            raise msgspec.ValidationError("a string is not valid UTF-8") from None
+        except RecursionError:
+            raise msgspec.ValidationError("nested too deeply") from None
+
+
+def decode_json(data: bytes | msgspec.Raw, target: type[_T]) -> _T:
+    """One-off `JsonDecoder(target).decode(data)`."""
+    return JsonDecoder(target).decode(data)
+
+
+class _NameMeta(msgspec.Struct, gc=False):
+    name: Name = ""
+    namespace: Name = ""
+
+
+class _Identity(msgspec.Struct, gc=False):
+    metadata: _NameMeta | None = None
+
+
+_IDENTITY = JsonDecoder(_Identity)
+UNNAMED = "<unnamed>"
+
+
+def _qualified(namespace: str, name: str) -> str:
+    if not name:
+        return UNNAMED
+    return f"{namespace}/{name}" if namespace else name
+
+
+def json_object_name(data: bytes | msgspec.Raw) -> str:
+    """namespace/name of an object's JSON, for messages, however broken the rest of it is."""
+    try:
+        metadata = _IDENTITY.decode(data).metadata
+    except msgspec.DecodeError:
+        return UNNAMED
+    return _qualified(metadata.namespace, metadata.name) if metadata is not None else UNNAMED
 
 
 def object_name(item: Any) -> str:
     """namespace/name (or name) of a raw object, for error messages, whatever its shape."""
     metadata = item.get("metadata") if isinstance(item, dict) else None
     if not isinstance(metadata, dict):
-        return "<unnamed>"
+        return UNNAMED
     name, namespace = metadata.get("name"), metadata.get("namespace")
-    if not isinstance(name, str):
-        return "<unnamed>"
-    return f"{namespace}/{name}" if isinstance(namespace, str) and namespace else name
+    if not isinstance(name, str) or len(name) > MAX_KEY:
+        return UNNAMED
+    return _qualified(namespace if isinstance(namespace, str) else "", name)
+
+
+class ObjectDecoder(Generic[_Raw]):
+    """One object of a known kind from its JSON; any failure is an InvalidObjectError."""
+
+    __slots__ = ("_decoder", "kind")
+
+    def __init__(self, raw_type: type[_Raw]) -> None:
+        self.kind = raw_type.KIND
+        self._decoder: JsonDecoder[_Raw] = JsonDecoder(raw_type)
+
+    def decode(self, data: bytes | msgspec.Raw) -> _Raw:
+        try:
+            return self._decoder.decode(data)
+        except msgspec.DecodeError as error:
+            raise InvalidObjectError(self.kind, json_object_name(data), str(error)) from None
 
 
 def convert_raw(kind: str, item: Any, raw_type: type[_Raw]) -> _Raw:
-    """Validate a parsed object against its raw shape, naming the object on failure."""
+    """Validate a parsed object (from YAML) against its raw shape, naming it on failure."""
     try:
         return msgspec.convert(item, raw_type)
     except msgspec.ValidationError as error:
         raise InvalidObjectError(kind, object_name(item), str(error)) from None
+    except RecursionError:
+        raise InvalidObjectError(kind, object_name(item), "nested too deeply") from None
+
+
+# -- CPU ------------------------------------------------------------------------------------
+
+# No machine has 10^15 cores.
+MAX_CPU_CORES = 10**15
+
+
+def cpu_cores(quantity: str | float) -> Fraction:
+    """Allocatable CPU as exact cores; ValueError unless a non-negative bounded quantity.
+
+    A JSON number is read as the quantity its shortest text spells ("2.5", "1e+20"), as
+    the API server reads a number given for a quantity.
+    """
+    if isinstance(quantity, bool) or not isinstance(quantity, str | int | float):
+        # ValueError, not TypeError: callers treat every bad quantity alike.
+        raise ValueError(f"CPU quantity {quantity!r} is not a string or a number")  # noqa: TRY004
+    if isinstance(quantity, int) and abs(quantity) > MAX_CPU_CORES:
+        # Before str(): a YAML integer may have thousands of digits.
+        raise ValueError("CPU quantity is out of range")
+    return _cpu_cores(repr(quantity) if isinstance(quantity, float) else str(quantity))
+
+
+@functools.lru_cache(maxsize=4096)
+def _cpu_cores(text: str) -> Fraction:
+    cores = parse_quantity(text)
+    if cores < 0:
+        raise ValueError(f"CPU quantity {text!r} is negative")
+    if cores > MAX_CPU_CORES:
+        raise ValueError(f"CPU quantity {text!r} is out of range")
+    return cores
+
+
+# -- raw shapes to the engine's types ------------------------------------------------------
 
 
 def node_from_raw(raw: RawNode) -> Node:
     labels = raw.metadata.labels or {}
     status = raw.status or _NodeStatus()
-    cpu_quantity = (status.allocatable or {}).get("cpu")
+    cpu_quantity = status.allocatable.cpu if status.allocatable is not None else None
     try:
         cpu = cpu_cores(cpu_quantity) if cpu_quantity is not None else None
-    except ValueError:
+    except ValueError as error:
         raise InvalidObjectError(
-            "Node", raw.metadata.name, f"status.allocatable.cpu {cpu_quantity!r} is not a quantity"
+            "Node", raw.metadata.name, f"status.allocatable.cpu: {error}"
         ) from None
     zone = labels.get(ZONE_LABEL)
     return Node(
@@ -296,7 +443,7 @@ def _unix_time(timestamp: str | None) -> float | None:
         return None
     try:
         return datetime.fromisoformat(timestamp).timestamp()
-    except ValueError:
+    except (ValueError, OverflowError):
         return None
 
 

@@ -30,7 +30,7 @@ from exporter.metrics.collector import (
 from exporter.metrics.exposition import ExpositionRenderer, MetricsEndpoint
 from exporter.metrics.instruments import RESOURCES, ExporterMetrics, StatusCollector
 from exporter.server import MetricsServer, make_app
-from exporter.snapshot import load_snapshot
+from exporter.snapshot import DEFAULT_MAX_INPUT_BYTES, load_snapshot
 from exporter.sources.cluster import ENDPOINT_SLICES, EVENTS, NODES, SERVICES, sinks
 from exporter.sources.informer import Informer, InformerSettings
 from exporter.sources.kubeapi import KubeTransport, api_client
@@ -45,6 +45,7 @@ SHARD_FROM_POD_NAME = re.compile(r"-(\d+)$")
 class ServeOptions:
     listen_address: str = ":9808"
     snapshot: str | None = None
+    max_input_bytes: int = DEFAULT_MAX_INPUT_BYTES
     kubeconfig: str | None = None
     context: str | None = None
     all_services: bool = False
@@ -214,7 +215,7 @@ class Exporter:
         thread.start()
 
     def _load_snapshot(self, source: str) -> None:
-        snapshot = load_snapshot(source)
+        snapshot = load_snapshot(source, self.options.max_input_bytes)
         self.store.replace_nodes(snapshot.nodes)
         self.store.replace_services(snapshot.services)
         self.store.replace_endpoint_slices(snapshot.endpoint_slices)

@@ -25,7 +25,7 @@ FORBIDDEN = {
                          "exporter.evaluator"),
 }  # fmt: skip
 # Only these modules may import the kubernetes client.
-KUBERNETES_IMPORTERS = {"exporter.decode", "exporter.sources.kubeapi"}
+KUBERNETES_IMPORTERS = {"exporter.sources.kubeapi"}
 
 
 def _modules() -> dict[str, set[str]]:
@@ -61,7 +61,7 @@ def test_layer_imports_only_downward(layer: str) -> None:
 
 
 def test_only_the_edges_import_the_kubernetes_client() -> None:
-    """Configuration, auth and quantity parsing are the only uses of the kubernetes client."""
+    """Configuration and auth are the only uses of the kubernetes client."""
     importers = {
         module
         for module, imported in MODULES.items()

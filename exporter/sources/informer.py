@@ -22,12 +22,14 @@ import urllib3
 
 from exporter.decode import (
     InvalidObjectError,
+    JsonDecoder,
     ListMeta,
     ListPage,
+    ObjectDecoder,
     ObjectMeta,
     Status,
     WatchEvent,
-    object_name,
+    decode_json,
 )
 from exporter.sources.kubeapi import ApiStatusError, Timeouts
 
@@ -135,10 +137,12 @@ class Informer(Generic[_Raw, _Slim]):
         self._settings = settings or InformerSettings()
         self._stop = threading.Event()
         self._response: urllib3.BaseHTTPResponse | None = None
-        self._page_decoder = msgspec.json.Decoder(ListPage[spec.raw_type])  # type: ignore[name-defined]
-        self._loose_page_decoder = msgspec.json.Decoder(ListPage[msgspec.Raw])
-        self._object_decoder = msgspec.json.Decoder(spec.raw_type)
-        self._event_decoder = msgspec.json.Decoder(WatchEvent)
+        # exporter.decode's decoders: every failure is a msgspec.DecodeError (or, for one
+        # object, an InvalidObjectError), never UnicodeDecodeError or RecursionError.
+        self._page_decoder = JsonDecoder(ListPage[spec.raw_type])  # type: ignore[name-defined]
+        self._loose_page_decoder = JsonDecoder(ListPage[msgspec.Raw])
+        self._object_decoder = ObjectDecoder(spec.raw_type)  # type: ignore[type-var]
+        self._event_decoder = JsonDecoder(WatchEvent)
         self._log = logger.bind(resource=spec.resource)
         self.synced = threading.Event()
         # Why the resource cannot be read, while it cannot (shown by /readyz).
@@ -249,8 +253,8 @@ class Informer(Generic[_Raw, _Slim]):
     def _decode_object(self, data: msgspec.Raw | bytes) -> _Raw | None:
         try:
             return self._object_decoder.decode(data)
-        except msgspec.ValidationError as error:
-            self._invalid(_name_of(data), str(error))
+        except InvalidObjectError as error:
+            self._invalid(error.name, error.problem)
             return None
 
     def _convert(self, raw: _Raw) -> _Slim | None:
@@ -295,7 +299,7 @@ class Informer(Generic[_Raw, _Slim]):
         event = self._event_decoder.decode(line)
         self._metrics.watch_event(self.spec.resource, event.type)
         if event.type == "ERROR":
-            status = msgspec.json.decode(event.object, type=Status)
+            status = decode_json(event.object, Status)
             if status.code == HTTP_GONE:
                 raise ExpiredError
             raise ApiStatusError(status.code, status.reason, status.message)
@@ -308,7 +312,7 @@ class Informer(Generic[_Raw, _Slim]):
             if slim is not None:
                 self._sink.upsert(slim)
         else:
-            meta = msgspec.json.decode(event.object, type=ObjectMeta).metadata
+            meta = decode_json(event.object, ObjectMeta).metadata
             resource_version = meta.resourceVersion
             if event.type == "DELETED":
                 self._sink.delete(meta.namespace, meta.name, meta.uid)
@@ -356,10 +360,3 @@ def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
                 yield line
     if pending.strip():
         yield pending
-
-
-def _name_of(data: msgspec.Raw | bytes) -> str:
-    try:
-        return object_name(msgspec.json.decode(data))
-    except msgspec.DecodeError:
-        return "<undecodable>"
