@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.conftest import exporter_command
+from tests.conftest import EXAMPLES_DIR, exporter_command
 
 TIMEOUT = 60
 
@@ -304,3 +305,128 @@ def test_items_null_alone_is_an_empty_cluster(tmp_path: Path) -> None:
     document = _document(_evaluate(str(path)))
     assert document["services"] == []
     assert document["cluster"]["sufficient_node_info"] is False
+
+
+def _run_cli(
+    *args: str, stdin: bytes | None = None, timeout: float = TIMEOUT
+) -> subprocess.CompletedProcess[str]:
+    try:
+        completed = subprocess.run(
+            [*exporter_command(), *args],
+            input=stdin,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+            capture_output=True,
+            check=False,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{args} did not finish within {timeout} s")
+    return subprocess.CompletedProcess(
+        completed.args,
+        completed.returncode,
+        completed.stdout.decode(errors="replace"),
+        completed.stderr.decode(errors="replace"),
+    )
+
+
+BOUNDED_CONTENT = [
+    ("negative-cpu", _bad_node_cpu("-4"), ("Node", "node-a", "negative")),
+    ("negative-millicores", _bad_node_cpu("-0.001"), ("Node", "node-a", "negative")),
+    ("arabic-indic-digits", _bad_node_cpu("\u0661\u0662"), ("Node", "node-a", "cpu")),
+    ("tiny-cpu-exponent", _bad_node_cpu("1e-999999999"), ("Node", "node-a", "exponent")),
+    ("node-twice", json.dumps(_list(*GOOD_OBJECTS, GOOD_OBJECTS[0])), ("Node node-a", "twice")),
+    (
+        "slice-twice",
+        json.dumps(_list(*GOOD_OBJECTS, GOOD_OBJECTS[3])),
+        ("EndpointSlice default/web-abc", "twice"),
+    ),
+    ("service-twice", json.dumps(_list(*GOOD_OBJECTS, _service())), ("Service default/web",)),
+    (
+        "not-utf8",
+        json.dumps(_list(*GOOD_OBJECTS)).encode().replace(b"zone-b", b"zone-\xff"),
+        ("UTF-8",),
+    ),
+    ("json-integer-5001-digits", '{"kind": "List", "items": [' + "1" * 5001 + "]}", ()),
+    ("yaml-key-5001-digits", "kind: List\n? " + "1" * 5001 + "\n: x\n", ()),
+]
+
+
+@pytest.mark.parametrize(
+    ("content", "names"), [pytest.param(row[1], row[2], id=row[0]) for row in BOUNDED_CONTENT]
+)
+def test_out_of_bounds_content(
+    tmp_path: Path, content: str | bytes, names: tuple[str, ...]
+) -> None:
+    """Values outside Kubernetes' grammar or bounds, and duplicates, exit 2 with one line."""
+    path = _write(tmp_path, "snapshot.json", content)
+    _assert_one_line_error(
+        _run_cli("evaluate", "--snapshot", str(path), timeout=10), str(path), *names
+    )
+
+
+def test_fifo_is_refused_without_waiting(tmp_path: Path) -> None:
+    """A FIFO with no writer is refused at once instead of blocking for ever."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    line = _assert_one_line_error(_run_cli("evaluate", "--snapshot", str(fifo), timeout=10))
+    assert "not a regular file" in line
+
+
+@pytest.mark.parametrize("command", ["evaluate", "explain"])
+def test_device_is_refused(command: str) -> None:
+    """/dev/zero (a device) is refused, not read until memory runs out."""
+    line = _assert_one_line_error(_run_cli(command, "--snapshot", "/dev/zero", timeout=10))
+    assert "/dev/zero" in line
+
+
+def test_file_larger_than_the_bound_is_refused(tmp_path: Path) -> None:
+    """A file above --max-input-bytes is refused with one line naming the flag."""
+    path = _write(tmp_path, "snapshot.json", json.dumps(_list(*GOOD_OBJECTS)))
+    completed = _run_cli("evaluate", "--snapshot", str(path), "--max-input-bytes", "1Ki")
+    assert "--max-input-bytes" in _assert_one_line_error(completed, str(path))
+
+
+def test_stdin_is_bounded() -> None:
+    """`--snapshot -` reads at most --max-input-bytes of standard input."""
+    completed = _run_cli(
+        "evaluate", "--snapshot", "-", "--max-input-bytes", "100", stdin=b" " * 1000
+    )
+    assert "--max-input-bytes" in _assert_one_line_error(completed)
+
+
+def test_max_input_bytes_must_be_a_size() -> None:
+    """--max-input-bytes takes a whole number of bytes, as a number or a quantity."""
+    completed = _run_cli("evaluate", "--snapshot", "-", "--max-input-bytes", "1.5")
+    assert completed.returncode == 2
+    assert "--max-input-bytes" in completed.stderr
+
+
+def test_billion_laughs_is_refused_quickly(tmp_path: Path) -> None:
+    """A small YAML file whose aliases expand to a billion nodes is refused in seconds."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    path = _write(tmp_path, "laughs.yaml", "\n".join([*lines, "kind: List", "items: *a8", ""]))
+    line = _assert_one_line_error(_run_cli("evaluate", "--snapshot", str(path), timeout=10))
+    assert "aliases" in line
+
+
+def test_offline_commands_do_not_import_the_kubernetes_client() -> None:
+    """evaluate and explain never import `kubernetes` (0.45 s of start-up, unused offline)."""
+    snapshot = EXAMPLES_DIR / "healthy-three-zones.json"
+    script = (
+        "import sys\n"
+        "from exporter.cli import main\n"
+        "for command in ('evaluate', 'explain'):\n"
+        "    assert main([command, '--snapshot', sys.argv[1]]) == 0\n"
+        "loaded = sorted(name for name in sys.modules if name.split('.')[0] == 'kubernetes')\n"
+        "sys.stderr.write(repr(loaded))\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script, str(snapshot)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=TIMEOUT,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stderr == "[]"
