@@ -395,19 +395,28 @@ def service_from_raw(raw: RawService) -> Service:
 
 
 def _names(named: list[_Named] | None) -> tuple[str, ...]:
-    return tuple(_intern(item.name) for item in named) if named else ()
+    return tuple([_intern(item.name) for item in named]) if named else ()
 
 
-def _endpoint_from_raw(raw: _Endpoint) -> Endpoint:
-    hints = raw.hints
-    return Endpoint(
-        address=raw.addresses[0] if raw.addresses else None,
-        ready=raw.conditions.ready if raw.conditions is not None else None,
-        zone=_intern(raw.zone) if raw.zone is not None else None,
-        node_name=_intern(raw.nodeName) if raw.nodeName is not None else None,
-        zone_hints=_names(hints.forZones) if hints is not None else (),
-        node_hints=_names(hints.forNodes) if hints is not None else (),
-    )
+def _endpoints(raws: list[_Endpoint] | None) -> tuple[Endpoint, ...]:
+    """The engine's endpoints, built in one loop: this runs for every endpoint of a cluster."""
+    if not raws:
+        return ()
+    intern = _intern
+    endpoints = []
+    for raw in raws:
+        hints, conditions, zone, node_name = raw.hints, raw.conditions, raw.zone, raw.nodeName
+        endpoints.append(
+            Endpoint(
+                address=raw.addresses[0] if raw.addresses else None,
+                ready=conditions.ready if conditions is not None else None,
+                zone=intern(zone) if zone is not None else None,
+                node_name=intern(node_name) if node_name is not None else None,
+                zone_hints=_names(hints.forZones) if hints is not None else (),
+                node_hints=_names(hints.forNodes) if hints is not None else (),
+            )
+        )
+    return tuple(endpoints)
 
 
 def endpoint_slice_from_raw(raw: RawEndpointSlice) -> EndpointSlice:
@@ -419,7 +428,7 @@ def endpoint_slice_from_raw(raw: RawEndpointSlice) -> EndpointSlice:
         service_name=service_name,
         address_type=_intern(raw.addressType),
         managed=labels.get(MANAGED_BY_LABEL) == ENDPOINTSLICE_CONTROLLER,
-        endpoints=tuple(_endpoint_from_raw(endpoint) for endpoint in raw.endpoints or ()),
+        endpoints=_endpoints(raw.endpoints),
     )
 
 
