@@ -9,6 +9,9 @@ from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kubernetes.utils.quantity import parse_quantity as client_parse
 
 from exporter.decode import (
     MAX_NAME,
@@ -304,3 +307,30 @@ def test_utf16_and_bom_are_read() -> None:
     text = json.dumps(_list(NODE))
     for data in (text.encode("utf-16"), b"\xef\xbb\xbf" + text.encode()):
         assert [node.name for node in parse_snapshot("in.json", data).nodes] == ["node-a"]
+
+
+_DIGITS = st.text("0123456789", min_size=1, max_size=8)
+_SUFFIXES = ["", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
+QUANTITY_TEXTS = st.builds(
+    lambda sign, whole, fraction, suffix: f"{sign}{whole}{fraction}{suffix}",
+    st.sampled_from(["", "+", "-"]),
+    _DIGITS,
+    st.one_of(st.just(""), _DIGITS.map(lambda digits: "." + digits)),
+    st.one_of(
+        st.sampled_from(_SUFFIXES),
+        st.integers(-9, 9).map(lambda exponent: f"e{exponent}"),
+    ),
+)
+
+
+@settings(max_examples=300, derandomize=True, database=None, deadline=None)
+@given(text=QUANTITY_TEXTS)
+def test_quantity_agrees_with_the_kubernetes_client(text: str) -> None:
+    """On the grammar, values match the kubernetes client's parser (finer than nano aside)."""
+    expected = Fraction(client_parse(text))  # type: ignore[no-untyped-call]
+    value = parse_quantity(text)
+    if (expected * 10**9).denominator == 1:
+        assert value == expected
+    else:
+        # The API server keeps nano precision, rounding away from zero; the client does not.
+        assert abs(value - expected) < Fraction(1, 10**9)
