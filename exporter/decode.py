@@ -223,6 +223,10 @@ _intern = sys.intern
 # -- decoding with bounded failures ---------------------------------------------------------
 
 
+class NestingError(msgspec.ValidationError):
+    """JSON nested deeper than the interpreter's recursion limit."""
+
+
 class JsonDecoder(Generic[_T]):
     """msgspec's JSON decoder, whose every failure is a `msgspec.DecodeError`.
 
@@ -244,7 +248,7 @@ class JsonDecoder(Generic[_T]):
         except UnicodeDecodeError:
             raise msgspec.ValidationError("a string is not valid UTF-8") from None
         except RecursionError:
-            raise msgspec.ValidationError("nested too deeply") from None
+            raise NestingError("nested too deeply") from None
 
 
 def decode_json(data: bytes | msgspec.Raw, target: type[_T]) -> _T:

@@ -32,6 +32,7 @@ from exporter.decode import (
     InvalidObjectError,
     JsonDecoder,
     Name,
+    NestingError,
     ObjectDecoder,
     RawEndpointSlice,
     RawNode,
@@ -213,9 +214,9 @@ def _json_items(source: str, data: bytes) -> list[msgspec.Raw] | None:
     """The raw items of a JSON List (or the one object); None if the input is not JSON."""
     try:
         top = _TOP_LEVEL.decode(data)
-    except msgspec.ValidationError as error:
-        if str(error) == "nested too deeply":
-            raise SnapshotError(f"{source}: JSON nested too deeply") from None
+    except NestingError:
+        raise SnapshotError(f"{source}: JSON nested too deeply") from None
+    except msgspec.ValidationError:
         raise _not_a_list(source) from None
     except msgspec.DecodeError:
         return None
