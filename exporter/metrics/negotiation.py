@@ -16,15 +16,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from prometheus_client.exposition import choose_encoder, gzip_accepted
-from prometheus_client.openmetrics.exposition import ALLOWUTF8, UNDERSCORES, VALUES
+from prometheus_client.openmetrics.exposition import ALLOWUTF8, UNDERSCORES
 from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIEnvironment
 
 OPENMETRICS_MEDIA_TYPE = "application/openmetrics-text"
-# Name escapings that leave names of the legacy character set (all of ours) unchanged.
-_NAME_PRESERVING_ESCAPINGS = frozenset({ALLOWUTF8, UNDERSCORES, VALUES})
+# Name escapings that leave names of the legacy character set (all of ours) unchanged in
+# both formats; prometheus_client rewrites even legacy names under `dots` and `values`.
+_NAME_PRESERVING_ESCAPINGS = frozenset({ALLOWUTF8, UNDERSCORES})
 
 
 def _quality(entry: str) -> float | None:
