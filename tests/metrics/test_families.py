@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from exporter.engine import OVERLOAD_LIMIT, OVERLOAD_THRESHOLD
 from exporter.evaluator import ExporterState
 from exporter.metrics import families
 from exporter.metrics.collector import HintsCollector
@@ -71,9 +70,3 @@ def test_collector_describes_the_hint_families_in_table_order() -> None:
     collector = HintsCollector(ExporterState, ready=lambda: True)
     described = [metric.name for metric in collector.describe()]
     assert described == [family.name.removesuffix("_total") for family in HINT_FAMILIES]
-
-
-def test_help_texts_state_the_engines_overload_guard() -> None:
-    """The overload figures in help texts come from the engine's constants."""
-    assert f"at or under {OVERLOAD_LIMIT:g})" in families.ZONE_LOAD_FACTOR.help
-    assert f"within {OVERLOAD_THRESHOLD:.0%} of its share" in families.ZONE_ALLOCATION_MINIMUM.help
