@@ -227,7 +227,7 @@ def test_allocation_figures_only_when_auto_enabled_and_zone_has_ratio() -> None:
 
 
 def test_zone_endpoints_and_carries_hints() -> None:
-    """zone_endpoints counts N's endpoints per own zone; carries_hints sees any hint, even not-ready."""
+    """zone_endpoints counts N's endpoints per own zone; carries_hints sees any hint."""
     slices = [
         endpoint_slice(endpoint(Z0), endpoint(Z0), endpoint(None), endpoint(Z1, ready=False)),
         endpoint_slice(endpoint(Z2, ready=False, node_hints=("zone-2-0",)), managed=False),
