@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from dashboards import generate, panels
+from dashboards.overview import overview
 from exporter.metrics import families as f
 from exporter.metrics.families import FAMILIES, MetricType
 from exporter.metrics.monitoring import OVERLOAD_LIMIT, PROXY_MODES
@@ -149,11 +150,11 @@ def test_variables(name: str) -> None:
 def test_multi_cluster_flag_shows_the_cluster_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     """SHOW_MULTI_CLUSTER at the top of dashboards/panels.py makes the cluster variable visible."""
     monkeypatch.setattr(panels, "SHOW_MULTI_CLUSTER", value=True)
-    shown = json.loads(generate.render(generate.overview()))
+    shown = json.loads(generate.render(overview()))
     assert shown["templating"]["list"][1]["name"] == "cluster"
     assert shown["templating"]["list"][1]["hide"] == 0
     monkeypatch.setattr(panels, "SHOW_MULTI_CLUSTER", value=False)
-    hidden = json.loads(generate.render(generate.overview()))
+    hidden = json.loads(generate.render(overview()))
     assert hidden["templating"]["list"][1]["hide"] == 2
 
 
