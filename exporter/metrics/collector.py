@@ -65,9 +65,8 @@ def family_samples(family: Family, scrape: Scrape) -> Iterator[Sample]:
     """Every sample of a hint family in exposition order, whichever way it is produced."""
     match family.samples:
         case PerService(function):
-            nodes = scrape.state.nodes
-            for result in scrape.exported:
-                yield from function(result, nodes)
+            for service in scrape.subjects:
+                yield from function(service)
         case PerScrape(function):
             yield from function(scrape)
         case None:

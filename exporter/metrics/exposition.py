@@ -37,6 +37,7 @@ from exporter.metrics.families import (
     PerService,
     Sample,
     Scrape,
+    ServiceSubject,
 )
 from exporter.metrics.negotiation import honouring_quality, negotiate
 from exporter.store import ServiceKey
@@ -138,6 +139,13 @@ class ExpositionRenderer:
             isinstance(family.samples, PerService) and allowed
             for family, allowed in zip(HINT_FAMILIES, self._allowed, strict=True)
         )
+        # (family, its function) per HINT_FAMILIES entry rendered per Service, else None.
+        self._service_renderers = tuple(
+            (family, family.samples.function)
+            if isinstance(family.samples, PerService) and per_service
+            else None
+            for family, per_service in zip(HINT_FAMILIES, self._per_service, strict=True)
+        )
 
     def render(self, fmt: Format) -> list[bytes]:
         """The hint families' exposition, as chunks to write in order."""
@@ -161,11 +169,10 @@ class ExpositionRenderer:
     def _render_service(self, result: ServiceResult, state: ExporterState) -> _Fragment:
         if not is_exported(result.verdicts, self._options):
             return _Fragment(result, exported=False, chunks=())
+        service = ServiceSubject(result, state.nodes)
         chunks = tuple(
-            sample_lines(family, family.samples.function(result, state.nodes))
-            if isinstance(family.samples, PerService) and per_service
-            else b""
-            for family, per_service in zip(HINT_FAMILIES, self._per_service, strict=True)
+            b"" if renderer is None else sample_lines(renderer[0], renderer[1](service))
+            for renderer in self._service_renderers
         )
         return _Fragment(result, exported=True, chunks=chunks)
 

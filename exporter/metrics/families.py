@@ -81,11 +81,20 @@ class ServiceEntry:
     nodes: ReadyNodes
 
 
-def entries_of(result: ServiceResult, nodes: ReadyNodes) -> list[ServiceEntry]:
-    return [
-        ServiceEntry(verdict, flips, nodes)
-        for verdict, flips in zip(result.verdicts, result.state_changes, strict=True)
-    ]
+@dataclass(frozen=True)
+class ServiceSubject:
+    """One exported Service as the per-Service families see it; its entries built once."""
+
+    result: ServiceResult
+    nodes: ReadyNodes
+
+    @functools.cached_property
+    def entries(self) -> tuple[tuple[tuple[str, str, str], ServiceEntry], ...]:
+        """(identity label values, entry) per address type."""
+        return tuple(
+            (verdict.key, ServiceEntry(verdict, flips, self.nodes))
+            for verdict, flips in zip(self.result.verdicts, self.result.state_changes, strict=True)
+        )
 
 
 @dataclass(frozen=True)
@@ -103,13 +112,17 @@ class Scrape:
     def verdicts(self) -> tuple[ServiceVerdict, ...]:
         return tuple(verdict for result in self.exported for verdict in result.verdicts)
 
+    @functools.cached_property
+    def subjects(self) -> tuple[ServiceSubject, ...]:
+        return tuple(ServiceSubject(result, self.state.nodes) for result in self.exported)
+
 
 @dataclass(frozen=True, slots=True)
 class PerService:
     """Samples of one Service from its result alone (identity labels included): cacheable
     until the evaluator replaces the result."""
 
-    function: Callable[[ServiceResult, ReadyNodes], Iterable[Sample]]
+    function: Callable[[ServiceSubject], Iterable[Sample]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,9 +147,8 @@ class Family:
 def each_entry(function: Callable[[ServiceEntry], Iterable[Sample]]) -> PerService:
     """A per-(Service, address type) function, its samples prefixed with the entry's key."""
 
-    def samples(result: ServiceResult, nodes: ReadyNodes) -> Iterator[Sample]:
-        for entry in entries_of(result, nodes):
-            key = entry.verdict.key
+    def samples(service: ServiceSubject) -> Iterator[Sample]:
+        for key, entry in service.entries:
             for labels, value in function(entry):
                 yield (*key, *labels), value
 
@@ -146,9 +158,9 @@ def each_entry(function: Callable[[ServiceEntry], Iterable[Sample]]) -> PerServi
 def each_service(function: Callable[[ServiceResult], Iterable[Sample]]) -> PerService:
     """A per-Service function, its samples prefixed with the Service's namespace and name."""
 
-    def samples(result: ServiceResult, _nodes: ReadyNodes) -> Iterator[Sample]:
-        key = result.service.key
-        for labels, value in function(result):
+    def samples(service: ServiceSubject) -> Iterator[Sample]:
+        key = service.result.service.key
+        for labels, value in function(service.result):
             yield (*key, *labels), value
 
     return PerService(samples)
