@@ -3,11 +3,12 @@
 A declaration is a name, a type, a scope (what one series describes), a help text, the
 labels after the scope's identity labels, and how its samples are produced:
 
-- `each_entry` / `each_service`: from one Service's result alone. The cached fragment
-  renderer keeps these lines until the Service is re-evaluated; the identity labels
-  (`namespace, service[, address_type]`) are prepended, as kube-state-metrics does, so the
-  function only yields the family's own labels.
-- `from_scrape`: from the whole published state and the set of exported Services; the
+- `each_entry` / `each_service`: from one Service's result (and the Ready nodes, whose
+  change re-evaluates every Service). The cached fragment renderer keeps these lines until
+  the Service is re-evaluated; the identity labels (`namespace, service[, address_type]`)
+  are prepended, as kube-state-metrics does, so the function only yields its own labels.
+- `from_scrape`: from the whole published state and the set of exported Services, for
+  figures that span Services or change without re-evaluating one (controller events); the
   function yields every label, identity labels included.
 - none, for the exporter's own families: `instruments.py` updates prometheus_client
   instruments as things happen.
@@ -119,8 +120,8 @@ class Scrape:
 
 @dataclass(frozen=True, slots=True)
 class PerService:
-    """Samples of one Service from its result alone (identity labels included): cacheable
-    until the evaluator replaces the result."""
+    """Samples of one Service from its result and the Ready nodes (identity labels included):
+    cacheable until the evaluator replaces the result."""
 
     function: Callable[[ServiceSubject], Iterable[Sample]]
 
