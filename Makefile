@@ -42,8 +42,8 @@ format: $(STAMP)
 
 # Rewrite every generated artefact; tests fail when a committed one differs.
 generate: $(STAMP)
-	$(BIN)/python alerts/generate.py
-	$(BIN)/python dashboards/generate.py
+	$(BIN)/python -m alerts.generate
+	$(BIN)/python -m dashboards.generate
 	$(BIN)/python examples/generate.py
 	$(BIN)/python -m exporter.metrics.reference > docs/metrics.md
 

@@ -1,13 +1,15 @@
 """Generate the topology-hints alerting rules, in the monitoring-mixin style.
 
-Run `python alerts/generate.py` after editing CONFIG or a rule below; it rewrites
+Run `python -m alerts.generate` after editing CONFIG or a rule below; it rewrites
 
 - `alerts/topology-hints.rules.yaml`: a plain Prometheus rule file (for `rule_files:`);
 - `deploy/overlays/prometheus-operator/prometheusrule.yaml`: the same groups as a
   `monitoring.coreos.com/v1` PrometheusRule.
 
 Both files are committed; tests/test_alerts.py regenerates them and fails on any difference.
-`--root DIR` writes the two files under DIR instead of the repository.
+`--root DIR` writes the two files under DIR instead of the repository. Metric names come
+from the exporter's family table, the job, the overload limit, label sets and mode names
+from `exporter.metrics.monitoring`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,16 @@ from typing import Any
 
 import yaml
 
+from exporter.metrics import families as f
+from exporter.metrics.monitoring import (
+    ENTRY_IDENTITY,
+    JOB_SELECTOR,
+    OVERLOAD_LIMIT,
+    SERVICE_IDENTITY,
+    Mechanism,
+    ProxyMode,
+)
+
 # --------------------------------------------------------------------------------------------------
 # Configuration: every selector, duration and threshold the rules use lives here.
 # --------------------------------------------------------------------------------------------------
@@ -28,7 +40,7 @@ import yaml
 class Config:
     # Selects the exporter's scrape target: used as is for `up`, and for every topology_hints_*
     # series together with `metric_selector`.
-    exporter_selector: str = 'job="topology-hints-exporter"'
+    exporter_selector: str = JOB_SELECTOR
     # Extra matchers for the topology_hints_* series only (e.g. 'cluster="prod"'); "" for none.
     metric_selector: str = ""
     # Labels the Service, node and cluster alerts keep when they aggregate away the scrape target
@@ -57,7 +69,7 @@ class Config:
     flap_window: str = "1h"
     flap_threshold: int = 3
     # TopologyHintsZoneOverloaded: the load factor the `auto` controller would never exceed.
-    overload_threshold: float = 1.2
+    overload_limit: float = OVERLOAD_LIMIT
     # The PrometheusRule object. Its labels must match your Prometheus's `ruleSelector`
     # (kube-prometheus selects `prometheus: k8s` and `role: alert-rules`): adjust them here.
     prometheus_rule_name: str = "topology-hints-exporter"
@@ -76,7 +88,7 @@ RULES_PATH = Path("alerts/topology-hints.rules.yaml")
 PROMETHEUS_RULE_PATH = Path("deploy/overlays/prometheus-operator/prometheusrule.yaml")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
-SERVICE = ("namespace", "service", "address_type")
+SERVICE = ENTRY_IDENTITY
 SERVICE_TEXT = "{{ $labels.namespace }}/{{ $labels.service }} ({{ $labels.address_type }})"
 
 # --------------------------------------------------------------------------------------------------
@@ -157,7 +169,7 @@ def service_rules(config: Config) -> list[dict[str, Any]]:
     below, above = (
         templated_query(
             c,
-            "topology_hints_service_nearest_feasible_endpoints",
+            f.SERVICE_NEAREST_FEASIBLE_ENDPOINTS.name,
             scoped=SERVICE,
             matcher=f'direction="{direction}"',
         )
@@ -175,9 +187,9 @@ def service_rules(config: Config) -> list[dict[str, Any]]:
             "TopologyHintsDisabled",
             f"""
 {aggregate(c, "max", *SERVICE, "reason")} (
-  topology_hints_service_disabled_reason{hints_selector(c)} == 1
+  {f.SERVICE_DISABLED_REASON.name}{hints_selector(c)} == 1
   and on {labels(c, *SERVICE)}
-  topology_hints_service_expected_enabled{hints_selector(c)} == 0
+  {f.SERVICE_EXPECTED_ENABLED.name}{hints_selector(c)} == 0
 )
 """,
             "warning",
@@ -191,7 +203,7 @@ def service_rules(config: Config) -> list[dict[str, Any]]:
             "TopologyHintsIncomplete",
             f"""
 {aggregate(c, "max", *SERVICE)} (
-  topology_hints_service_hint_completeness{hints_selector(c)} > 0 < 1
+  {f.SERVICE_HINT_COMPLETENESS.name}{hints_selector(c)} > 0 < 1
 )
 """,
             "warning",
@@ -205,7 +217,7 @@ def service_rules(config: Config) -> list[dict[str, Any]]:
             "TopologyHintsDrift",
             f"""
 {aggregate(c, "max", *SERVICE, "kind")} (
-  topology_hints_service_drift{hints_selector(c)} == 1
+  {f.SERVICE_DRIFT.name}{hints_selector(c)} == 1
 )
 """,
             "warning",
@@ -219,7 +231,7 @@ def service_rules(config: Config) -> list[dict[str, Any]]:
             "TopologyHintsFlapping",
             f"""
 {aggregate(c, "max", *SERVICE)} (
-  increase(topology_hints_service_state_changes_total{hints_selector(c)}[{c.flap_window}])
+  increase({f.SERVICE_STATE_CHANGES_TOTAL.name}{hints_selector(c)}[{c.flap_window}])
 ) >= {c.flap_threshold}
 """,
             "warning",
@@ -234,14 +246,14 @@ def service_rules(config: Config) -> list[dict[str, Any]]:
 
 def cluster_rules(config: Config) -> list[dict[str, Any]]:
     c = config
-    nodes = templated_query(c, "topology_hints_node_missing_topology_info", suffix=" == 1")
+    nodes = templated_query(c, f.NODE_MISSING_TOPOLOGY_INFO.name, suffix=" == 1")
     return [
         alert(
             c,
             "TopologyHintsInsufficientNodeInfo",
             f"""
 {aggregate(c, "min")} (
-  topology_hints_sufficient_node_info{hints_selector(c)}
+  {f.SUFFICIENT_NODE_INFO.name}{hints_selector(c)}
 ) == 0
 """,
             "warning",
@@ -258,15 +270,18 @@ def cluster_rules(config: Config) -> list[dict[str, Any]]:
 
 def kube_proxy_rules(config: Config) -> list[dict[str, Any]]:
     c = config
+    cluster_mode = f'mode="{ProxyMode.CLUSTER}"'
+    local_modes = f'mode=~"{ProxyMode.PREFER_SAME_ZONE}|{ProxyMode.PREFER_SAME_NODE}"'
+    traffic_distribution = f'mechanism="{Mechanism.TRAFFIC_DISTRIBUTION}"'
     return [
         alert(
             c,
             "TopologyHintsZoneFallback",
             f"""
 {aggregate(c, "max", *SERVICE, "zone")} (
-  topology_hints_service_proxy_mode{hints_selector(c, 'mode="Cluster"')} == 1
+  {f.SERVICE_PROXY_MODE.name}{hints_selector(c, cluster_mode)} == 1
   and on {labels(c, *SERVICE)}
-  topology_hints_service_proxy_mode{hints_selector(c, 'mode=~"PreferSameZone|PreferSameNode"')} == 1
+  {f.SERVICE_PROXY_MODE.name}{hints_selector(c, local_modes)} == 1
 )
 """,
             "warning",
@@ -282,9 +297,9 @@ def kube_proxy_rules(config: Config) -> list[dict[str, Any]]:
             "TopologyHintsZoneOverloaded",
             f"""
 {aggregate(c, "max", *SERVICE, "zone")} (
-  topology_hints_zone_load_factor{hints_selector(c)} > {c.overload_threshold}
-  and on {labels(c, "namespace", "service")}
-  topology_hints_service_info{hints_selector(c, 'mechanism="traffic-distribution"')}
+  {f.ZONE_LOAD_FACTOR.name}{hints_selector(c)} > {c.overload_limit}
+  and on {labels(c, *SERVICE_IDENTITY)}
+  {f.SERVICE_INFO.name}{hints_selector(c, traffic_distribution)}
 )
 """,
             "warning",
@@ -304,7 +319,7 @@ def configuration_rules(config: Config) -> list[dict[str, Any]]:
             "TopologyHintsConfigIssue",
             f"""
 {aggregate(c, "max", "namespace", "service", "issue")} (
-  topology_hints_service_config_issue{hints_selector(c)} == 1
+  {f.SERVICE_CONFIG_ISSUE.name}{hints_selector(c)} == 1
 )
 """,
             "info",
@@ -322,7 +337,7 @@ def exporter_rules(config: Config) -> list[dict[str, Any]]:
         alert(
             c,
             "TopologyHintsExporterWatchDown",
-            f"topology_hints_watch_up{hints_selector(c)} == 0",
+            f"{f.WATCH_UP.name}{hints_selector(c)} == 0",
             "critical",
             "topology-hints-exporter lost its watch on a Kubernetes resource.",
             "The {{ $labels.resource }} watch of topology-hints-exporter "

@@ -24,7 +24,7 @@ def service_document(verdict: ServiceVerdict) -> dict[str, Any]:
                 "desired": zone_verdict.desired,
                 "hinted": zone_verdict.hinted,
                 "load_factor": zone_verdict.load_factor,
-                "endpoints": verdict.located.get(zone, 0),
+                "endpoints": verdict.zone_endpoints.get(zone, 0),
                 "cpu_ratio": zone_verdict.ratio,
             }
             for zone, zone_verdict in verdict.zones.items()

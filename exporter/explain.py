@@ -23,7 +23,7 @@ from exporter.engine import (
     ProxyMode,
     ServiceVerdict,
 )
-from exporter.engine.allocation import OVERLOAD_THRESHOLD, refusal_reason, zone_minimum
+from exporter.engine.allocation import OVERLOAD_LIMIT, refusal_reason, zone_minimum
 from exporter.engine.mechanism import deciding_annotation
 from exporter.engine.model import ZONE_LABEL
 from exporter.engine.reasons import HINTS_DISABLED_EVENT, HINTS_ENABLED_EVENT
@@ -31,8 +31,6 @@ from exporter.engine.reasons import HINTS_DISABLED_EVENT, HINTS_ENABLED_EVENT
 LABEL_WIDTH = 19
 INDENT = " " * (2 + LABEL_WIDTH)
 WRAP_WIDTH = 100
-# The load factor the `auto` guard never lets a zone exceed.
-OVERLOAD_LIMIT = 1 + OVERLOAD_THRESHOLD
 # The replica advisor lists at most about this many endpoint counts.
 ADVISOR_SPAN = 20
 TABLE_COLUMNS = (
@@ -358,7 +356,7 @@ def refusal_text(capacity: ClusterCapacity, verdict: ServiceVerdict, reason: Dis
             "shares to allocate by and removes every hint, whatever the endpoint count"
         )
     if reason is DisableReason.NO_ZONE_SPECIFIED:
-        missing = n - sum(verdict.located.values())
+        missing = n - sum(verdict.zone_endpoints.values())
         return (
             f"{missing} of the {n} ready endpoints have no zone, so they cannot be placed; "
             "the controller removes every hint"
@@ -422,13 +420,13 @@ def plural(count: int, noun: str) -> str:
 
 def table_rows(verdict: ServiceVerdict) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
-    for zone in sorted(set(verdict.zones) | set(verdict.located)):
+    for zone in sorted(set(verdict.zones) | set(verdict.zone_endpoints)):
         zone_verdict = verdict.zones.get(zone)
         rows.append(
             (
                 zone_name(zone),
                 percent(zone_verdict.ratio) if zone_verdict and zone_verdict.ratio else "-",
-                str(verdict.located.get(zone, 0)),
+                str(verdict.zone_endpoints.get(zone, 0)),
                 str(zone_verdict.hinted if zone_verdict else 0),
                 integer(zone_verdict.minimum if zone_verdict else None),
                 decimal(zone_verdict.desired if zone_verdict else None),

@@ -1,4 +1,4 @@
-"""The Grafana dashboards: generated, committed, well-formed, and querying SPEC section 9."""
+"""The Grafana dashboards: generated, committed, well-formed, and querying declared families."""
 
 from __future__ import annotations
 
@@ -11,16 +11,14 @@ from typing import Any
 
 import pytest
 
+from dashboards import generate, panels
+from dashboards.overview import overview
+from exporter.metrics import families as f
+from exporter.metrics.families import FAMILIES, MetricType
+from exporter.metrics.monitoring import OVERLOAD_LIMIT, PROXY_MODES
 from tests.conftest import PROJECT_ROOT, require_binary
-from tests.e2e.dashboard_queries import (
-    DASHBOARDS_DIR,
-    GENERATOR,
-    dashboard_queries,
-    load_generator,
-    variable_selectors,
-)
+from tests.e2e.dashboard_queries import DASHBOARDS_DIR, dashboard_queries, variable_selectors
 
-SPEC = PROJECT_ROOT.parent / "shared" / "SPEC.md"
 EXPECTED_FILES = {
     "topology-hints-overview.json": "topology-hints-overview",
     "topology-hints-service.json": "topology-hints-service",
@@ -28,6 +26,12 @@ EXPECTED_FILES = {
 }
 SERVICE_UID = "topology-hints-service"
 HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
+# Families no panel shows, each with the reason.
+NOT_ON_DASHBOARDS = {
+    f.READY.name: "the readiness probe (/readyz) and the scrape's `up` already show it",
+    f.SHARD_ORDINAL.name: "a deployment setting, not a state to watch",
+    f.TOTAL_SHARDS.name: "a deployment setting, not a state to watch",
+}
 # Labels Prometheus adds or that PromQL itself uses, on top of the exporter's.
 EXTRA_LABELS = {"cluster", "le"}
 
@@ -61,54 +65,19 @@ def _panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _queries(dashboard: dict[str, Any]) -> list[tuple[str, str]]:
-    return load_generator().panel_queries(dashboard)
+    return generate.panel_queries(dashboard)
 
 
-# --- SPEC section 9 ----------------------------------------------------------------------------
-def _spec_section_9() -> str:
-    if not SPEC.is_file():
-        pytest.skip(f"{SPEC} not found: cannot check metric names against SPEC section 9")
-    text = SPEC.read_text(encoding="utf-8")
-    start = text.index("## 9.")
-    end = text.find("\n## ", start + 1)
-    return text[start : end if end != -1 else len(text)]
-
-
-def _label_list(cell: str) -> set[str]:
-    cell = re.sub(r"\([^)]*\)", "", cell)
-    labels: set[str] = set()
-    for raw in re.split(r"[,\s]+", cell):
-        name = raw.strip("` ")
-        if name == "S":
-            labels |= {"namespace", "service", "address_type"}
-        elif name:
-            labels.add(name)
-    return labels
-
-
-def spec_families() -> tuple[dict[str, set[str]], set[str]]:
-    """SPEC section 9's families with their labels, and the names of histogram families."""
-    section = _spec_section_9()
-    families: dict[str, set[str]] = {}
-    for line in section.splitlines():
-        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if not line.startswith("|") or len(cells) < 2 or "topology_hints_" not in cells[0]:
-            continue
-        names = re.findall(r"`([a-z0-9_]+)`", cells[0])
-        first = names[0]
-        for name in names:
-            full = first.rsplit("_", 1)[0] + name if name.startswith("_") else name
-            families[full] = _label_list(cells[1])
-    for name, labels in re.findall(r"`(topology_hints_[a-z0-9_]+)\{([^}]*)\}`", section):
-        families[name] = _label_list(labels)
-    for name in re.findall(r"`(topology_hints_[a-z0-9_]+)`", section):
-        families.setdefault(name, set())
-    histograms = set(re.findall(r"`(topology_hints_[a-z0-9_]+)`\s*\(histogram\)", section))
+# --- The exporter's family table --------------------------------------------------------------
+def declared_families() -> tuple[dict[str, set[str]], set[str]]:
+    """Every declared family with its labels, and the names of histogram families."""
+    families = {family.name: set(family.labels) for family in FAMILIES}
+    histograms = {family.name for family in FAMILIES if family.type is MetricType.HISTOGRAM}
     return families, histograms
 
 
 def family_of(name: str, families: dict[str, set[str]], histograms: set[str]) -> str | None:
-    """The SPEC family a series name belongs to (histogram series carry a suffix)."""
+    """The family a series name belongs to (histogram series carry a suffix)."""
     if name in families:
         return name
     for suffix in HISTOGRAM_SUFFIXES:
@@ -118,26 +87,12 @@ def family_of(name: str, families: dict[str, set[str]], histograms: set[str]) ->
     return None
 
 
-def test_spec_parser_reads_section_9() -> None:
-    """The SPEC parser finds the families and labels the dashboard checks rely on."""
-    families, histograms = spec_families()
-    assert families["topology_hints_zone_allocation_maximum"] == {
-        "namespace",
-        "service",
-        "address_type",
-        "zone",
-    }
-    assert families["topology_hints_node_proxy_services"] == {"node", "zone", "mode"}
-    assert families["topology_hints_node_missing_topology_info"] == {"node", "missing"}
-    assert families["topology_hints_sufficient_node_info"] == set()
-    assert histograms == {"topology_hints_evaluation_duration_seconds"}
-
-
 # --- Generation --------------------------------------------------------------------------------
 def test_regenerating_reproduces_the_committed_json(tmp_path: Path) -> None:
-    """`generate.py OUTDIR` writes exactly the committed files, byte for byte."""
+    """`python -m dashboards.generate OUTDIR` writes exactly the committed files, byte for byte."""
     result = subprocess.run(
-        [sys.executable, str(GENERATOR), str(tmp_path)],
+        [sys.executable, "-m", "dashboards.generate", str(tmp_path)],
+        cwd=PROJECT_ROOT,
         capture_output=True,
         text=True,
         check=False,
@@ -149,7 +104,7 @@ def test_regenerating_reproduces_the_committed_json(tmp_path: Path) -> None:
     assert generated == committed == sorted(EXPECTED_FILES)
     for name in generated:
         assert (tmp_path / name).read_bytes() == (DASHBOARDS_DIR / name).read_bytes(), (
-            f"{name} is stale: run `python dashboards/generate.py`"
+            f"{name} is stale: run `python -m dashboards.generate`"
         )
 
 
@@ -193,14 +148,13 @@ def test_variables(name: str) -> None:
 
 
 def test_multi_cluster_flag_shows_the_cluster_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    """SHOW_MULTI_CLUSTER at the top of generate.py makes the cluster variable visible."""
-    generator = load_generator()
-    monkeypatch.setattr(generator, "SHOW_MULTI_CLUSTER", value=True)
-    shown = json.loads(generator.render(generator.overview()))
+    """SHOW_MULTI_CLUSTER at the top of dashboards/panels.py makes the cluster variable visible."""
+    monkeypatch.setattr(panels, "SHOW_MULTI_CLUSTER", value=True)
+    shown = json.loads(generate.render(overview()))
     assert shown["templating"]["list"][1]["name"] == "cluster"
     assert shown["templating"]["list"][1]["hide"] == 0
-    monkeypatch.setattr(generator, "SHOW_MULTI_CLUSTER", value=False)
-    hidden = json.loads(generator.render(generator.overview()))
+    monkeypatch.setattr(panels, "SHOW_MULTI_CLUSTER", value=False)
+    hidden = json.loads(generate.render(overview()))
     assert hidden["templating"]["list"][1]["hide"] == 2
 
 
@@ -225,7 +179,7 @@ def test_panels_have_unit_description_datasource_and_queries(name: str) -> None:
 
 
 def test_ratio_panels_use_percentunit_and_load_factor_has_its_threshold() -> None:
-    """Shares are shown as percentages, and the load factor marks the 1.2 overload guard."""
+    """Shares are shown as percentages, and the load factor marks the engine's overload limit."""
     ratio_metrics = ("topology_hints_zone_cpu_ratio", "topology_hints_service_hint_completeness")
     checked = 0
     for dashboard in DASHBOARDS.values():
@@ -240,7 +194,7 @@ def test_ratio_panels_use_percentunit_and_load_factor_has_its_threshold() -> Non
     service = DASHBOARDS["topology-hints-service.json"]
     (load_factor,) = [p for p in _panels(service) if p["title"] == "Zone load factor"]
     steps = load_factor["fieldConfig"]["defaults"]["thresholds"]["steps"]
-    assert 1.2 in [step["value"] for step in steps]
+    assert OVERLOAD_LIMIT in [step["value"] for step in steps]
 
 
 def test_data_links_point_at_generated_dashboards() -> None:
@@ -254,10 +208,10 @@ def test_data_links_point_at_generated_dashboards() -> None:
     assert linked <= uids
 
 
-# --- Queries against SPEC section 9 ------------------------------------------------------------
-def test_every_metric_is_a_spec_family() -> None:
-    """Every metric name in a panel or variable query is a family of SPEC section 9."""
-    families, histograms = spec_families()
+# --- Queries against the declared families -----------------------------------------------------
+def test_every_metric_is_a_declared_family() -> None:
+    """Every metric name in a panel or variable query is a family of the exporter's table."""
+    families, histograms = declared_families()
     used = set()
     for dashboard in DASHBOARDS.values():
         texts = [expr for _, expr in _queries(dashboard)]
@@ -265,25 +219,25 @@ def test_every_metric_is_a_spec_family() -> None:
         for text in texts:
             used |= set(METRIC.findall(text))
     unknown = sorted(name for name in used if family_of(name, families, histograms) is None)
-    assert not unknown, f"not in SPEC section 9: {unknown}"
+    assert not unknown, f"not declared in exporter/metrics/families.py: {unknown}"
 
 
-def test_every_spec_family_is_on_some_dashboard() -> None:
-    """No family of SPEC section 9 is left out of the dashboards."""
-    families, histograms = spec_families()
+def test_every_declared_family_is_on_some_dashboard() -> None:
+    """No family of the exporter's table is left out of the dashboards."""
+    families, histograms = declared_families()
     used = set()
     for dashboard in DASHBOARDS.values():
         texts = [expr for _, expr in _queries(dashboard)]
         texts += [variable["query"] for variable in dashboard["templating"]["list"][1:]]
         for text in texts:
             used |= {family_of(name, families, histograms) for name in METRIC.findall(text)}
-    assert sorted(set(families) - used) == []
+    assert sorted(set(families) - used) == sorted(NOT_ON_DASHBOARDS)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_FILES))
 def test_selectors_use_cluster_namespace_and_service(name: str) -> None:
     """Each selector matches cluster, namespace where the family has it, service on drill-down."""
-    families, histograms = spec_families()
+    families, histograms = declared_families()
     dashboard = DASHBOARDS[name]
     for title, expr in _queries(dashboard):
         for metric, braces in SELECTOR.findall(expr):
@@ -296,9 +250,9 @@ def test_selectors_use_cluster_namespace_and_service(name: str) -> None:
                 assert ("service" in matched) == ("service" in labels), where
 
 
-def test_label_names_are_spec_labels() -> None:
+def test_label_names_are_declared_labels() -> None:
     """Labels in matchers, groupings, legends and label_values are exported (or cluster, le)."""
-    families, _ = spec_families()
+    families, _ = declared_families()
     known = set().union(*families.values()) | EXTRA_LABELS
     for dashboard in DASHBOARDS.values():
         texts = []
@@ -381,9 +335,7 @@ def test_proxy_mode_codes_map_back_to_their_mode() -> None:
     (panel,) = [p for p in _panels(service) if p["title"] == "kube-proxy mode by zone"]
     (target,) = panel["targets"]
     codes = re.findall(r'mode="(\w+)"\}\) \* (\d+)', target["expr"])
-    assert sorted(mode for mode, _ in codes) == sorted(
-        ["PreferSameNode", "PreferSameZone", "Cluster", "Local"]
-    )
+    assert sorted(mode for mode, _ in codes) == sorted(PROXY_MODES)
     (mapping,) = panel["fieldConfig"]["defaults"]["mappings"]
     assert {code: mapping["options"][code]["text"] for _, code in codes} == {
         code: mode for mode, code in codes

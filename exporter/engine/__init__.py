@@ -4,7 +4,14 @@ Plain functions over immutable data: no I/O, no clock, no logging, no globals, a
 import of `kubernetes` or `prometheus_client` (a test enforces it).
 """
 
-from exporter.engine.allocation import Allocation, NearestFeasible, allocate, nearest_feasible
+from exporter.engine.allocation import (
+    OVERLOAD_LIMIT,
+    OVERLOAD_THRESHOLD,
+    Allocation,
+    NearestFeasible,
+    allocate,
+    nearest_feasible,
+)
 from exporter.engine.capacity import ClusterCapacity, MissingInfo, NodeProblem, cluster_capacity
 from exporter.engine.evaluate import (
     Evaluation,
@@ -21,6 +28,8 @@ from exporter.engine.model import Endpoint, EndpointSlice, Node, Service
 from exporter.engine.reasons import DisableReason
 
 __all__ = [
+    "OVERLOAD_LIMIT",
+    "OVERLOAD_THRESHOLD",
     "Allocation",
     "ClusterCapacity",
     "ConfigIssue",

@@ -14,7 +14,11 @@ from types import MappingProxyType
 from exporter.engine.capacity import ClusterCapacity
 from exporter.engine.reasons import DisableReason
 
+# The controller keeps every zone within 20% above its fair share of endpoints...
 OVERLOAD_THRESHOLD = 0.2
+# ...so one hinted endpoint receives at most 1.2 times its fair share of traffic. Help texts,
+# alerts, dashboards and explanations derive the figure they show from these two.
+OVERLOAD_LIMIT = 1 + OVERLOAD_THRESHOLD
 
 
 @dataclass(frozen=True, slots=True)

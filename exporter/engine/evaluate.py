@@ -48,8 +48,9 @@ class ServiceVerdict:
     hinted_endpoints: int
     # Zones of the cluster's ratios plus zones named by hints of counted endpoints.
     zones: Mapping[str, ZoneVerdict]
-    # Counted endpoints per zone they run in (endpoints without a zone are not here).
-    located: Mapping[str, int]
+    # Ready endpoints located in each zone: counted endpoints per zone they run in
+    # (endpoints without a zone are not here). Exported as topology_hints_zone_endpoints.
+    zone_endpoints: Mapping[str, int]
     hint_completeness: float | None
     proxy: ProxyView
     nearest_feasible: NearestFeasible | None
@@ -108,7 +109,7 @@ def evaluate_address_type(
     hinted_by_zone: Counter[str] = Counter()
     for endpoint in counted:
         hinted_by_zone.update(set(endpoint.zone_hints))
-    located = Counter(endpoint.zone for endpoint in counted if endpoint.zone)
+    zone_endpoints = Counter(endpoint.zone for endpoint in counted if endpoint.zone)
 
     reason: DisableReason | None = None
     allocations = {}
@@ -144,7 +145,7 @@ def evaluate_address_type(
         ready_endpoints=ready,
         hinted_endpoints=hinted,
         zones=MappingProxyType(zones),
-        located=MappingProxyType(dict(sorted(located.items()))),
+        zone_endpoints=MappingProxyType(dict(sorted(zone_endpoints.items()))),
         hint_completeness=hint_completeness(ready, hinted),
         proxy=proxy_view(service, address_type, slices, nodes),
         nearest_feasible=(

@@ -1,7 +1,7 @@
-"""The prometheus_client custom collector: renders every hint family from one ExporterState.
+"""The prometheus_client custom collector over the family table, and what both renderers share.
 
-Built fresh on each scrape from the state the evaluator last published, so series of
-deleted Services vanish without any purge code.
+It serves `name[]`-filtered scrapes; `exposition.py` renders the same table from cached
+per-Service fragments, and a test holds the two byte for byte equal.
 """
 
 from __future__ import annotations
@@ -13,24 +13,16 @@ from dataclasses import dataclass
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from exporter.engine import Mechanism, ProxyMode, ServiceVerdict
-from exporter.evaluator import ExporterState, ServiceResult
+from exporter.engine import Mechanism, ServiceVerdict
+from exporter.evaluator import ExporterState
 from exporter.metrics.families import (
-    CLUSTER_FAMILIES,
-    CONTROLLER_EVENTS,
     HINT_FAMILIES,
-    LAST_EVENT_TIMESTAMP,
-    NODE_PROXY_SERVICES,
-    SERVICE_CONFIG_ISSUE,
-    SERVICE_ENTRY_FAMILIES,
-    SERVICE_INFO,
-    SERVICE_PROXY_NODES,
     Family,
     MetricType,
+    PerScrape,
+    PerService,
     Sample,
-    entries_of,
-    entry_family_samples,
-    proxy_node_counts,
+    Scrape,
 )
 
 
@@ -69,14 +61,34 @@ def new_family(family: Family) -> GaugeMetricFamily | CounterMetricFamily:
     return GaugeMetricFamily(family.name, family.help, labels=family.labels)
 
 
-def _filled(family: Family, samples: Iterable[Sample]) -> Metric:
-    metric = new_family(family)
-    for labels, value in samples:
-        metric.add_metric(list(labels), value)
-    return metric
+def family_samples(family: Family, scrape: Scrape) -> Iterator[Sample]:
+    """Every sample of a hint family in exposition order, whichever way it is produced."""
+    match family.samples:
+        case PerService(function):
+            for service in scrape.subjects:
+                yield from function(service)
+        case PerScrape(function):
+            yield from function(scrape)
+        case None:
+            raise ValueError(f"{family.name} is updated by instruments, not rendered")
+
+
+def exported_scrape(state: ExporterState, options: ExportOptions) -> Scrape:
+    """The state with the Services this exporter exports, in key order."""
+    exported = tuple(
+        result
+        for _, result in sorted(state.services.items())
+        if is_exported(result.verdicts, options)
+    )
+    return Scrape(state, exported)
 
 
 class HintsCollector(Collector):
+    """Every hint family of the table, in its order, from the state last published.
+
+    Built fresh on each scrape, so series of deleted Services vanish without purge code.
+    """
+
     def __init__(
         self,
         state: Callable[[], ExporterState],
@@ -98,97 +110,12 @@ class HintsCollector(Collector):
         # refusals (a cluster with half its nodes): export nothing rather than wrong values.
         if not self._ready():
             return
-        state = self._state()
-        exported = [
-            result
-            for _, result in sorted(state.services.items())
-            if is_exported(result.verdicts, self._options)
-        ]
-        entries = [entry for result in exported for entry in entries_of(result)]
-        verdicts = [entry.verdict for entry in entries]
-        for family, cluster_samples in CLUSTER_FAMILIES:
-            yield _filled(family, cluster_samples(state))
-        yield _filled(SERVICE_INFO, service_info_samples(exported))
-        yield _filled(SERVICE_CONFIG_ISSUE, config_issue_samples(exported))
-        for family, entry_samples in SERVICE_ENTRY_FAMILIES:
-            yield _filled(family, entry_family_samples(entry_samples, entries))
-        yield _filled(SERVICE_PROXY_NODES, proxy_node_samples(verdicts, state))
-        yield _filled(NODE_PROXY_SERVICES, node_proxy_service_samples(verdicts, state))
-        exported_keys = {result.service.key for result in exported}
-        yield _filled(LAST_EVENT_TIMESTAMP, last_event_samples(state, exported_keys))
-        yield _filled(
-            CONTROLLER_EVENTS,
-            (((reason,), float(total)) for reason, total in sorted(state.event_totals.items())),
-        )
-
-
-def last_event_samples(state: ExporterState, exported: set[tuple[str, str]]) -> Iterator[Sample]:
-    """Events of exported Services only: a deleted Service's timestamps vanish with it."""
-    for key, timestamp in sorted(state.last_event.items()):
-        if key[:2] in exported:
-            yield key, timestamp
-
-
-def service_info_samples(exported: Iterable[ServiceResult]) -> Iterator[Sample]:
-    for result in exported:
-        service = result.service
-        yield (
-            (
-                service.namespace,
-                service.name,
-                str(result.verdicts[0].mechanism),
-                service.traffic_distribution or "",
-                service.internal_traffic_policy or "",
-            ),
-            1.0,
-        )
-
-
-def config_issue_samples(exported: Iterable[ServiceResult]) -> Iterator[Sample]:
-    for result in exported:
-        service = result.service
-        for issue in sorted(result.verdicts[0].config_issues):
-            yield (service.namespace, service.name, str(issue)), 1.0
-
-
-def proxy_node_samples(
-    verdicts: Iterable[ServiceVerdict], state: ExporterState
-) -> Iterator[Sample]:
-    for verdict in verdicts:
-        for mode, count in sorted(proxy_node_counts(verdict, state).items()):
-            yield (*verdict.key, str(mode)), float(count)
-
-
-def node_proxy_service_samples(
-    verdicts: Iterable[ServiceVerdict], state: ExporterState
-) -> Iterator[Sample]:
-    """Per node and mode, over exported entries; computed per zone, then adjusted per node.
-
-    Every node of a zone shares the zone's mode unless a node hint names it, so the cost
-    is zones x entries plus the PreferSameNode nodes, not nodes x entries.
-    """
-    by_zone: dict[str, dict[ProxyMode, int]] = {}
-    adjustments: dict[str, dict[ProxyMode, int]] = {}
-    for verdict in verdicts:
-        proxy = verdict.proxy
-        for zone, mode in proxy.by_zone.items():
-            counts = by_zone.setdefault(zone, {})
-            counts[mode] = counts.get(mode, 0) + 1
-        for node in proxy.same_node:
-            zone_mode = proxy.by_zone.get(state.nodes.zone_of.get(node, ""))
-            adjust = adjustments.setdefault(node, {})
-            adjust[ProxyMode.PREFER_SAME_NODE] = adjust.get(ProxyMode.PREFER_SAME_NODE, 0) + 1
-            if zone_mode is not None:
-                adjust[zone_mode] = adjust.get(zone_mode, 0) - 1
-    for zone, nodes in state.nodes.by_zone.items():
-        zone_counts = by_zone.get(zone, {})
-        for node in nodes:
-            counts = dict(zone_counts)
-            for mode, delta in adjustments.get(node, {}).items():
-                counts[mode] = counts.get(mode, 0) + delta
-            for mode, count in sorted(counts.items()):
-                if count > 0:
-                    yield (node, zone, str(mode)), float(count)
+        scrape = exported_scrape(self._state(), self._options)
+        for family in HINT_FAMILIES:
+            metric = new_family(family)
+            for labels, value in family_samples(family, scrape):
+                metric.add_metric(list(labels), value)
+            yield metric
 
 
 class FilteringCollector(Collector):

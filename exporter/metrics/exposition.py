@@ -3,9 +3,10 @@
 A large cluster exports about 200,000 hint samples; formatting each on every scrape, as
 `generate_latest` does, costs seconds. The evaluator hands out a new verdict tuple only
 for the Services it re-evaluated, so a Service's rendered lines stay valid while its tuple
-is the same object. A scrape then only joins cached bytes, family by family. The samples
-come from the same family functions the `prometheus_client` collector uses, and a test
-holds the two renderings byte for byte equal.
+is the same object. A scrape then only joins cached bytes, family by family. Families,
+their order and their samples come from the one table in `families.py` that the
+`prometheus_client` collector also iterates, and a test holds the two renderings byte for
+byte equal in every format a client can negotiate.
 """
 
 from __future__ import annotations
@@ -13,42 +14,32 @@ from __future__ import annotations
 import functools
 import gzip
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from enum import Enum
+from enum import Enum, auto
 from typing import TYPE_CHECKING, cast
 from urllib.parse import parse_qs
 
-from prometheus_client import CollectorRegistry, generate_latest, make_wsgi_app
-from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+from prometheus_client import CollectorRegistry, make_wsgi_app
 from prometheus_client.utils import floatToGoString
 
 from exporter.evaluator import ExporterState, ServiceResult
 from exporter.metrics.collector import (
     ExportOptions,
     FamilyFilter,
-    config_issue_samples,
+    family_samples,
     is_exported,
-    last_event_samples,
-    node_proxy_service_samples,
-    proxy_node_samples,
-    service_info_samples,
 )
 from exporter.metrics.families import (
-    CLUSTER_FAMILIES,
-    CONTROLLER_EVENTS,
-    LAST_EVENT_TIMESTAMP,
-    NODE_PROXY_SERVICES,
-    SERVICE_CONFIG_ISSUE,
-    SERVICE_ENTRY_FAMILIES,
-    SERVICE_INFO,
-    SERVICE_PROXY_NODES,
+    HINT_FAMILIES,
     Family,
     MetricType,
+    PerService,
     Sample,
-    entries_of,
-    entry_family_samples,
+    Scrape,
+    ServiceSubject,
 )
+from exporter.metrics.negotiation import honouring_quality, negotiate
 from exporter.store import ServiceKey
 
 if TYPE_CHECKING:
@@ -60,26 +51,8 @@ GZIP_LEVEL = 1
 
 
 class Format(Enum):
-    TEXT = "text/plain; version=0.0.4; charset=utf-8"
-    OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
-
-    @property
-    def content_type(self) -> str:
-        return self.value
-
-
-def negotiate(accept: str) -> Format:
-    """OpenMetrics when the scraper asks for it (Prometheus does by default), else text."""
-    return Format.OPENMETRICS if "application/openmetrics-text" in accept else Format.TEXT
-
-
-# Families rendered per Service, in exposition order.
-PER_SERVICE_FAMILIES: tuple[Family, ...] = (
-    SERVICE_INFO,
-    SERVICE_CONFIG_ISSUE,
-    *(family for family, _ in SERVICE_ENTRY_FAMILIES),
-    SERVICE_PROXY_NODES,
-)
+    TEXT = auto()
+    OPENMETRICS = auto()
 
 
 def _escape_label(value: str) -> str:
@@ -88,8 +61,10 @@ def _escape_label(value: str) -> str:
     return value
 
 
-def _escape_help(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("\n", "\\n")
+def _escape_help(text: str, fmt: Format) -> str:
+    escaped = text.replace("\\", "\\\\").replace("\n", "\\n")
+    # OpenMetrics escapes quotes in HELP as in label values; the text format does not.
+    return escaped.replace('"', '\\"') if fmt is Format.OPENMETRICS else escaped
 
 
 @functools.cache
@@ -115,7 +90,8 @@ def family_header(family: Family, fmt: Format) -> bytes:
     name = family.name
     if fmt is Format.OPENMETRICS and family.type is MetricType.COUNTER:
         name = name.removesuffix("_total")
-    return f"# HELP {name} {_escape_help(family.help)}\n# TYPE {name} {family.type}\n".encode()
+    help_text = _escape_help(family.help, fmt)
+    return f"# HELP {name} {help_text}\n# TYPE {name} {family.type}\n".encode()
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,30 +99,25 @@ class _Fragment:
     # The result these lines were rendered from: still valid while it is the same object.
     result: ServiceResult
     exported: bool
-    # One chunk of sample lines per PER_SERVICE_FAMILIES entry.
+    # Sample lines per HINT_FAMILIES entry; empty for the families not rendered per Service
+    # and for those the family filter drops.
     chunks: tuple[bytes, ...]
 
 
-def _render_service(
-    result: ServiceResult, state: ExporterState, options: ExportOptions
-) -> _Fragment:
-    if not is_exported(result.verdicts, options):
-        return _Fragment(result, exported=False, chunks=())
-    entries = entries_of(result)
-    chunks = [
-        sample_lines(SERVICE_INFO, service_info_samples([result])),
-        sample_lines(SERVICE_CONFIG_ISSUE, config_issue_samples([result])),
-        *(
-            sample_lines(family, entry_family_samples(entry_samples, entries))
-            for family, entry_samples in SERVICE_ENTRY_FAMILIES
-        ),
-        sample_lines(SERVICE_PROXY_NODES, proxy_node_samples(result.verdicts, state)),
-    ]
-    return _Fragment(result, exported=True, chunks=tuple(chunks))
+@dataclass(frozen=True, slots=True)
+class _ScrapeChunks:
+    """The lines of the families rendered from the whole scrape, for one published state."""
+
+    state: ExporterState
+    chunks: tuple[bytes, ...]
 
 
 class ExpositionRenderer:
-    """Renders hint families; thread-safe (scrapes may overlap)."""
+    """Renders the hint families of the table in its order; thread-safe (scrapes overlap).
+
+    Per-Service lines are cached until the evaluator replaces that Service's result; the
+    other families' lines until it publishes a new state.
+    """
 
     def __init__(
         self,
@@ -159,13 +130,22 @@ class ExpositionRenderer:
         self._state = state
         self._ready = ready
         self._options = options or ExportOptions()
-        self._filter = family_filter or FamilyFilter()
         self._lock = threading.Lock()
         self._fragments: dict[ServiceKey, _Fragment] = {}
-        # Node samples depend on every exported entry: rendered once per published state.
-        self._nodes_for: int = -1
-        self._node_chunk = b""
-        self._allowed = tuple(self._filter.allows(family.name) for family in PER_SERVICE_FAMILIES)
+        self._scrape_chunks = _ScrapeChunks(ExporterState(), ())
+        family_filter = family_filter or FamilyFilter()
+        self._allowed = tuple(family_filter.allows(family.name) for family in HINT_FAMILIES)
+        self._per_service = tuple(
+            isinstance(family.samples, PerService) and allowed
+            for family, allowed in zip(HINT_FAMILIES, self._allowed, strict=True)
+        )
+        # (family, its function) per HINT_FAMILIES entry rendered per Service, else None.
+        self._service_renderers = tuple(
+            (family, family.samples.function)
+            if isinstance(family.samples, PerService) and per_service
+            else None
+            for family, per_service in zip(HINT_FAMILIES, self._per_service, strict=True)
+        )
 
     def render(self, fmt: Format) -> list[bytes]:
         """The hint families' exposition, as chunks to write in order."""
@@ -174,79 +154,63 @@ class ExpositionRenderer:
         state = self._state()
         with self._lock:
             fragments = self._refresh(state)
-            node_chunk = self._nodes(state, fragments)
-        exported_keys = {key for key, fragment in fragments if fragment.exported}
+            scrape_chunks = self._from_scrape(state, fragments)
         body: list[bytes] = []
-        for family, cluster_samples in CLUSTER_FAMILIES:
-            self._emit(body, family, fmt, [sample_lines(family, cluster_samples(state))])
-        for index, family in enumerate(PER_SERVICE_FAMILIES):
-            if self._allowed[index]:
-                body.append(family_header(family, fmt))
-                body.extend(
-                    fragment.chunks[index] for _, fragment in fragments if fragment.exported
-                )
-        self._emit(body, NODE_PROXY_SERVICES, fmt, [node_chunk])
-        self._emit(
-            body,
-            LAST_EVENT_TIMESTAMP,
-            fmt,
-            [sample_lines(LAST_EVENT_TIMESTAMP, last_event_samples(state, exported_keys))],
-        )
-        self._emit(
-            body,
-            CONTROLLER_EVENTS,
-            fmt,
-            [
-                sample_lines(
-                    CONTROLLER_EVENTS,
-                    (
-                        ((reason,), float(total))
-                        for reason, total in sorted(state.event_totals.items())
-                    ),
-                )
-            ],
-        )
+        for index, family in enumerate(HINT_FAMILIES):
+            if not self._allowed[index]:
+                continue
+            body.append(family_header(family, fmt))
+            if self._per_service[index]:
+                body.extend(fragment.chunks[index] for fragment in fragments if fragment.exported)
+            else:
+                body.append(scrape_chunks[index])
         return body
 
-    def _emit(
-        self, body: list[bytes], family: Family, fmt: Format, chunks: Sequence[bytes]
-    ) -> None:
-        if self._filter.allows(family.name):
-            body.append(family_header(family, fmt))
-            body.extend(chunks)
+    def _render_service(self, result: ServiceResult, state: ExporterState) -> _Fragment:
+        if not is_exported(result.verdicts, self._options):
+            return _Fragment(result, exported=False, chunks=())
+        service = ServiceSubject(result, state.nodes)
+        chunks = tuple(
+            b"" if renderer is None else sample_lines(renderer[0], renderer[1](service))
+            for renderer in self._service_renderers
+        )
+        return _Fragment(result, exported=True, chunks=chunks)
 
-    def _refresh(self, state: ExporterState) -> list[tuple[ServiceKey, _Fragment]]:
+    def _refresh(self, state: ExporterState) -> list[_Fragment]:
         """Fragments of every Service in key order, re-rendering only the changed ones."""
         fresh: dict[ServiceKey, _Fragment] = {}
         for key, result in sorted(state.services.items()):
             fragment = self._fragments.get(key)
             if fragment is None or fragment.result is not result:
-                fragment = _render_service(result, state, self._options)
+                fragment = self._render_service(result, state)
             fresh[key] = fragment
         # Deleted Services drop out here: their lines are never written again.
         self._fragments = fresh
-        return list(fresh.items())
+        return list(fresh.values())
 
-    def _nodes(self, state: ExporterState, fragments: list[tuple[ServiceKey, _Fragment]]) -> bytes:
-        if state.generation != self._nodes_for:
-            verdicts = [
-                verdict
-                for _, fragment in fragments
-                if fragment.exported
-                for verdict in fragment.result.verdicts
-            ]
-            self._node_chunk = sample_lines(
-                NODE_PROXY_SERVICES, node_proxy_service_samples(verdicts, state)
+    def _from_scrape(self, state: ExporterState, fragments: list[_Fragment]) -> tuple[bytes, ...]:
+        if self._scrape_chunks.state is not state:
+            scrape = Scrape(
+                state, tuple(fragment.result for fragment in fragments if fragment.exported)
             )
-            self._nodes_for = state.generation
-        return self._node_chunk
+            chunks = tuple(
+                sample_lines(family, family_samples(family, scrape))
+                if allowed and not per_service
+                else b""
+                for family, allowed, per_service in zip(
+                    HINT_FAMILIES, self._allowed, self._per_service, strict=True
+                )
+            )
+            self._scrape_chunks = _ScrapeChunks(state, chunks)
+        return self._scrape_chunks.chunks
 
 
 class MetricsEndpoint:
     """/metrics: cached hint fragments plus the exporter's own (small) registry.
 
-    Requests that filter by `name[]` go to prometheus_client's own WSGI app over the full
-    registry (the hint collector included), which implements that filtering.
+    The format and gzip are prometheus_client's choice (`negotiation.py`). Requests that
+    filter by `name[]`, or ask for a name escaping that rewrites legacy names, go to
+    prometheus_client's own WSGI app over the full registry (the hint collector included).
     """
 
     def __init__(
@@ -257,23 +221,23 @@ class MetricsEndpoint:
     ) -> None:
         self._renderer = renderer
         self._own = own
-        self._filtered_app = make_wsgi_app(full)
+        self._full_app = make_wsgi_app(full)
 
-    def body(self, fmt: Format) -> bytes:
-        chunks = self._renderer.render(fmt)
-        if fmt is Format.OPENMETRICS:
-            own = generate_openmetrics(self._own).removesuffix(b"# EOF\n")  # type: ignore[no-untyped-call]
-            return b"".join((*chunks, own, b"# EOF\n"))
-        return b"".join((*chunks, generate_latest(self._own)))
+    def body(self, fmt: Format, encode_own: Callable[[CollectorRegistry], bytes]) -> bytes:
+        """The hint families, then the exporter's own as `encode_own` writes them (last,
+        since an OpenMetrics encoder ends its output with `# EOF`)."""
+        return b"".join((*self._renderer.render(fmt), encode_own(self._own)))
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
-        if "name[]" in parse_qs(environ.get("QUERY_STRING", "")):
-            filtered: Iterable[bytes] = self._filtered_app(environ, start_response)
+        environ = honouring_quality(environ)
+        negotiated = negotiate(environ)
+        if "name[]" in parse_qs(environ.get("QUERY_STRING", "")) or not negotiated.keeps_names:
+            filtered: Iterable[bytes] = self._full_app(environ, start_response)
             return filtered
-        fmt = negotiate(environ.get("HTTP_ACCEPT", ""))
-        body = self.body(fmt)
-        headers = [("Content-Type", fmt.content_type)]
-        if "gzip" in environ.get("HTTP_ACCEPT_ENCODING", ""):
+        fmt = Format.OPENMETRICS if negotiated.openmetrics else Format.TEXT
+        body = self.body(fmt, negotiated.encoder)
+        headers = [("Content-Type", negotiated.content_type)]
+        if negotiated.gzip:
             body = gzip.compress(body, compresslevel=GZIP_LEVEL)
             headers.append(("Content-Encoding", "gzip"))
         headers.append(("Content-Length", str(len(body))))

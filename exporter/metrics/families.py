@@ -1,24 +1,46 @@
-"""Every metric family the exporter exposes (SPEC section 9), declared once.
+"""Every metric family the exporter exposes, declared once, in exposition order.
 
-Each family is a name, a type, a help text, its labels and a pure function from the
-object it describes to samples. Identity labels (`namespace, service, address_type` for
-per-Service families) are added by the collector, as kube-state-metrics does, so a
-family function only yields its own labels. `docs/metrics.md` is generated from this list.
+A declaration is a name, a type, a scope (what one series describes), a help text, the
+labels after the scope's identity labels, and how its samples are produced:
+
+- `each_entry` / `each_service`: from one Service's result (and the Ready nodes, whose
+  change re-evaluates every Service). The cached fragment renderer keeps these lines until
+  the Service is re-evaluated; the identity labels (`namespace, service[, address_type]`)
+  are prepended, as kube-state-metrics does, so the function only yields its own labels.
+- `from_scrape`: from the whole published state and the set of exported Services, for
+  figures that span Services or change without re-evaluating one (controller events); the
+  function yields every label, identity labels included.
+- none, for the exporter's own families: `instruments.py` updates prometheus_client
+  instruments as things happen.
+
+Declaring a family appends it to `FAMILIES` in declaration order: the prometheus_client
+collector (`collector.py`), the cached fragment renderer (`exposition.py`) and
+`docs/metrics.md` (`reference.py`) all iterate that one tuple. Each family is also a module
+constant named after its metric name without the prefix (`ZONE_LOAD_FACTOR`), so alerts,
+dashboards and tests refer to names in one place.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 
-from exporter.engine import ExpectedState, ProxyMode, ServiceVerdict
+from exporter.engine import (
+    OVERLOAD_LIMIT,
+    OVERLOAD_THRESHOLD,
+    ExpectedState,
+    ProxyMode,
+    ReadyNodes,
+    ServiceVerdict,
+)
 from exporter.evaluator import ExporterState, ServiceResult
+from exporter.store import ServiceKey
 
 PREFIX = "topology_hints_"
-SERVICE_ENTRY_LABELS = ("namespace", "service", "address_type")
-SERVICE_LABELS = ("namespace", "service")
 
+# (label values, value); label values in the family's label order.
 Sample = tuple[tuple[str, ...], float]
 
 
@@ -28,110 +50,239 @@ class MetricType(StrEnum):
     HISTOGRAM = "histogram"
 
 
-@dataclass(frozen=True, slots=True)
-class Family:
-    name: str
-    type: MetricType
-    help: str
-    # Labels in exposition order, identity labels included.
-    labels: tuple[str, ...] = ()
+class Scope(StrEnum):
+    """What one series of a family describes; the identity labels it starts with."""
+
+    CLUSTER = "cluster"
+    NODE = "node"
+    SERVICE = "service"
+    SERVICE_ENTRY = "service entry"  # one (Service, address type)
+    EXPORTER = "exporter"
+
+    @property
+    def identity_labels(self) -> tuple[str, ...]:
+        return _IDENTITY_LABELS[self]
+
+
+_IDENTITY_LABELS = {
+    Scope.CLUSTER: (),
+    Scope.NODE: ("node",),
+    Scope.SERVICE: ("namespace", "service"),
+    Scope.SERVICE_ENTRY: ("namespace", "service", "address_type"),
+    Scope.EXPORTER: (),
+}
 
 
 @dataclass(frozen=True, slots=True)
 class ServiceEntry:
-    """One exported (Service, address type) verdict and its flip counter."""
+    """One exported (Service, address type) verdict, its flip counter and the Ready nodes."""
 
     verdict: ServiceVerdict
     state_changes: int
+    nodes: ReadyNodes
 
 
-ClusterFunction = Callable[[ExporterState], Iterable[Sample]]
-EntryFunction = Callable[[ServiceEntry], Iterable[Sample]]
+@dataclass(frozen=True)
+class ServiceSubject:
+    """One exported Service as the per-Service families see it; its entries built once."""
+
+    result: ServiceResult
+    nodes: ReadyNodes
+
+    @functools.cached_property
+    def entries(self) -> tuple[tuple[tuple[str, str, str], ServiceEntry], ...]:
+        """(identity label values, entry) per address type."""
+        return tuple(
+            (verdict.key, ServiceEntry(verdict, flips, self.nodes))
+            for verdict, flips in zip(self.result.verdicts, self.result.state_changes, strict=True)
+        )
 
 
-def entries_of(result: ServiceResult) -> list[ServiceEntry]:
-    return [
-        ServiceEntry(verdict, flips)
-        for verdict, flips in zip(result.verdicts, result.state_changes, strict=True)
-    ]
+@dataclass(frozen=True)
+class Scrape:
+    """What one scrape renders: the published state and its exported Services in key order."""
+
+    state: ExporterState
+    exported: tuple[ServiceResult, ...]
+
+    @functools.cached_property
+    def exported_keys(self) -> frozenset[ServiceKey]:
+        return frozenset(result.service.key for result in self.exported)
+
+    @functools.cached_property
+    def verdicts(self) -> tuple[ServiceVerdict, ...]:
+        return tuple(verdict for result in self.exported for verdict in result.verdicts)
+
+    @functools.cached_property
+    def subjects(self) -> tuple[ServiceSubject, ...]:
+        return tuple(ServiceSubject(result, self.state.nodes) for result in self.exported)
 
 
-def entry_family_samples(
-    function: EntryFunction, entries: Iterable[ServiceEntry]
-) -> Iterator[Sample]:
-    """A per-entry family's samples, each prefixed with the entry's identity labels."""
-    for entry in entries:
-        for labels, value in function(entry):
-            yield (*entry.verdict.key, *labels), value
+@dataclass(frozen=True, slots=True)
+class PerService:
+    """Samples of one Service from its result and the Ready nodes (identity labels included):
+    cacheable until the evaluator replaces the result."""
+
+    function: Callable[[ServiceSubject], Iterable[Sample]]
 
 
-def _gauge(name: str, help_text: str, *labels: str) -> Family:
-    return Family(PREFIX + name, MetricType.GAUGE, help_text, labels)
+@dataclass(frozen=True, slots=True)
+class PerScrape:
+    """Samples computed from the whole scrape (every label included)."""
+
+    function: Callable[[Scrape], Iterable[Sample]]
 
 
-def _counter(name: str, help_text: str, *labels: str) -> Family:
-    return Family(PREFIX + name, MetricType.COUNTER, help_text, labels)
+@dataclass(frozen=True, slots=True)
+class Family:
+    name: str
+    type: MetricType
+    scope: Scope
+    help: str
+    # Labels in exposition order, the scope's identity labels first.
+    labels: tuple[str, ...]
+    # None for the exporter's own families (prometheus_client instruments).
+    samples: PerService | PerScrape | None
 
+
+def each_entry(function: Callable[[ServiceEntry], Iterable[Sample]]) -> PerService:
+    """A per-(Service, address type) function, its samples prefixed with the entry's key."""
+
+    def samples(service: ServiceSubject) -> Iterator[Sample]:
+        for key, entry in service.entries:
+            for labels, value in function(entry):
+                yield (*key, *labels), value
+
+    return PerService(samples)
+
+
+def each_service(function: Callable[[ServiceResult], Iterable[Sample]]) -> PerService:
+    """A per-Service function, its samples prefixed with the Service's namespace and name."""
+
+    def samples(service: ServiceSubject) -> Iterator[Sample]:
+        key = service.result.service.key
+        for labels, value in function(service.result):
+            yield (*key, *labels), value
+
+    return PerService(samples)
+
+
+def from_scrape(function: Callable[[Scrape], Iterable[Sample]]) -> PerScrape:
+    return PerScrape(function)
+
+
+_declared: list[Family] = []
+
+
+def _declare(
+    name: str,
+    metric_type: MetricType,
+    scope: Scope,
+    help_text: str,
+    samples: PerService | PerScrape | None = None,
+    *,
+    labels: tuple[str, ...] = (),
+) -> Family:
+    family = Family(
+        PREFIX + name, metric_type, scope, help_text, (*scope.identity_labels, *labels), samples
+    )
+    _declared.append(family)
+    return family
+
+
+GAUGE, COUNTER, HISTOGRAM = MetricType.GAUGE, MetricType.COUNTER, MetricType.HISTOGRAM
+
+
+def _one(value: float) -> list[Sample]:
+    return [((), float(value))]
+
+
+# How the overload guard reads in help texts: "20%" and "1.2".
+_OVERLOAD_SHARE = f"{OVERLOAD_THRESHOLD:.0%}"
+_OVERLOAD_LIMIT = f"{OVERLOAD_LIMIT:g}"
 
 # -- cluster -------------------------------------------------------------------------------
 
-
-def _sufficient(state: ExporterState) -> Iterator[Sample]:
-    yield (), float(state.capacity.sufficient)
-
-
-def _zone_ratio(state: ExporterState) -> Iterator[Sample]:
-    for zone, ratio in state.capacity.zone_ratios.items():
-        yield (zone,), ratio
-
-
-def _zone_cores(state: ExporterState) -> Iterator[Sample]:
-    for zone, millicores in state.capacity.zone_millicores.items():
-        yield (zone,), millicores / 1000
-
-
-def _missing_info(state: ExporterState) -> Iterator[Sample]:
-    for problem in state.capacity.problems:
-        yield (problem.node, str(problem.missing)), 1.0
-
-
-CLUSTER_FAMILIES: tuple[tuple[Family, ClusterFunction], ...] = (
-    (
-        _gauge(
-            "sufficient_node_info",
-            "1 when every Ready worker node has a zone label and allocatable CPU and at least "
-            "two zones have CPU; 0 disables auto hints for every Service.",
-        ),
-        _sufficient,
+SUFFICIENT_NODE_INFO = _declare(
+    "sufficient_node_info",
+    GAUGE,
+    Scope.CLUSTER,
+    "1 when every Ready worker node has a zone label and allocatable CPU and at least "
+    "two zones have CPU; 0 disables auto hints for every Service.",
+    from_scrape(lambda scrape: _one(scrape.state.capacity.sufficient)),
+)
+ZONE_CPU_RATIO = _declare(
+    "zone_cpu_ratio",
+    GAUGE,
+    Scope.CLUSTER,
+    "The EndpointSlice controller's share of allocatable CPU for the zone "
+    "(absent while node info is insufficient).",
+    from_scrape(
+        lambda scrape: (
+            ((zone,), ratio) for zone, ratio in scrape.state.capacity.zone_ratios.items()
+        )
     ),
-    (
-        _gauge(
-            "zone_cpu_ratio",
-            "The EndpointSlice controller's share of allocatable CPU for the zone "
-            "(absent while node info is insufficient).",
-            "zone",
-        ),
-        _zone_ratio,
+    labels=("zone",),
+)
+ZONE_ALLOCATABLE_CPU_CORES = _declare(
+    "zone_allocatable_cpu_cores",
+    GAUGE,
+    Scope.CLUSTER,
+    "Allocatable CPU counted for the zone, in cores, rounded up to millicores "
+    "(absent while node info is insufficient).",
+    from_scrape(
+        lambda scrape: (
+            ((zone,), millicores / 1000)
+            for zone, millicores in scrape.state.capacity.zone_millicores.items()
+        )
     ),
-    (
-        _gauge(
-            "zone_allocatable_cpu_cores",
-            "Allocatable CPU counted for the zone, in cores, rounded up to millicores "
-            "(absent while node info is insufficient).",
-            "zone",
-        ),
-        _zone_cores,
+    labels=("zone",),
+)
+NODE_MISSING_TOPOLOGY_INFO = _declare(
+    "node_missing_topology_info",
+    GAUGE,
+    Scope.NODE,
+    "1 for each Ready worker node that lacks a zone label or allocatable CPU "
+    "(missing is zone or cpu); one such node disables auto hints cluster-wide.",
+    from_scrape(
+        lambda scrape: (
+            ((problem.node, str(problem.missing)), 1.0)
+            for problem in scrape.state.capacity.problems
+        )
     ),
-    (
-        _gauge(
-            "node_missing_topology_info",
-            "1 for each Ready worker node that lacks a zone label or allocatable CPU "
-            "(missing is zone or cpu); one such node disables auto hints cluster-wide.",
-            "node",
-            "missing",
-        ),
-        _missing_info,
+    labels=("missing",),
+)
+
+# -- per Service -----------------------------------------------------------------------------
+
+
+def _service_info(result: ServiceResult) -> Iterator[Sample]:
+    service = result.service
+    mechanism = str(result.verdicts[0].mechanism)
+    yield (
+        (mechanism, service.traffic_distribution or "", service.internal_traffic_policy or ""),
+        1.0,
+    )
+
+
+SERVICE_INFO = _declare(
+    "service_info",
+    GAUGE,
+    Scope.SERVICE,
+    "1 per exported Service, with its hint mechanism and the raw trafficDistribution and "
+    "internalTrafficPolicy fields (empty when unset).",
+    each_service(_service_info),
+    labels=("mechanism", "traffic_distribution", "internal_traffic_policy"),
+)
+SERVICE_CONFIG_ISSUE = _declare(
+    "service_config_issue",
+    GAUGE,
+    Scope.SERVICE,
+    "1 per configuration mistake found on the Service (issue id, see the runbook).",
+    each_service(
+        lambda result: (((str(issue),), 1.0) for issue in sorted(result.verdicts[0].config_issues))
     ),
+    labels=("issue",),
 )
 
 # -- per (Service, address type) --------------------------------------------------------------
@@ -143,30 +294,7 @@ def _expected_enabled(entry: ServiceEntry) -> Iterator[Sample]:
         yield (), float(state is ExpectedState.ENABLED)
 
 
-def _disabled_reason(entry: ServiceEntry) -> Iterator[Sample]:
-    if entry.verdict.reason is not None:
-        yield (str(entry.verdict.reason),), 1.0
-
-
-def _ready(entry: ServiceEntry) -> Iterator[Sample]:
-    yield (), float(entry.verdict.ready_endpoints)
-
-
-def _hinted(entry: ServiceEntry) -> Iterator[Sample]:
-    yield (), float(entry.verdict.hinted_endpoints)
-
-
-def _completeness(entry: ServiceEntry) -> Iterator[Sample]:
-    if entry.verdict.hint_completeness is not None:
-        yield (), entry.verdict.hint_completeness
-
-
-def _drift(entry: ServiceEntry) -> Iterator[Sample]:
-    for kind in sorted(entry.verdict.drift):
-        yield (str(kind),), 1.0
-
-
-def _nearest(entry: ServiceEntry) -> Iterator[Sample]:
+def _nearest_feasible(entry: ServiceEntry) -> Iterator[Sample]:
     nearest = entry.verdict.nearest_feasible
     if nearest is None:
         return
@@ -176,11 +304,7 @@ def _nearest(entry: ServiceEntry) -> Iterator[Sample]:
         yield ("above",), float(nearest.above)
 
 
-def _state_changes(entry: ServiceEntry) -> Iterator[Sample]:
-    yield (), float(entry.state_changes)
-
-
-def _zone_allocation(field: str) -> EntryFunction:
+def _zone_allocation(field: str) -> Callable[[ServiceEntry], Iterator[Sample]]:
     def samples(entry: ServiceEntry) -> Iterator[Sample]:
         for zone, verdict in entry.verdict.zones.items():
             value = getattr(verdict, field)
@@ -190,15 +314,10 @@ def _zone_allocation(field: str) -> EntryFunction:
     return samples
 
 
-def _zone_hinted(entry: ServiceEntry) -> Iterator[Sample]:
-    for zone, verdict in entry.verdict.zones.items():
-        yield (zone,), float(verdict.hinted)
-
-
-def _zone_located(entry: ServiceEntry) -> Iterator[Sample]:
-    located = entry.verdict.located
-    for zone in sorted(entry.verdict.zones.keys() | located.keys()):
-        yield (zone,), float(located.get(zone, 0))
+def _zone_endpoints(entry: ServiceEntry) -> Iterator[Sample]:
+    zone_endpoints = entry.verdict.zone_endpoints
+    for zone in sorted(entry.verdict.zones.keys() | zone_endpoints.keys()):
+        yield (zone,), float(zone_endpoints.get(zone, 0))
 
 
 def _zone_load_factor(entry: ServiceEntry) -> Iterator[Sample]:
@@ -207,278 +326,328 @@ def _zone_load_factor(entry: ServiceEntry) -> Iterator[Sample]:
             yield (zone,), verdict.load_factor
 
 
-def _proxy_mode(entry: ServiceEntry) -> Iterator[Sample]:
-    for zone, mode in entry.verdict.proxy.by_zone.items():
-        yield (zone, str(mode)), 1.0
-
-
-def proxy_node_counts(verdict: ServiceVerdict, state: ExporterState) -> dict[ProxyMode, int]:
+def proxy_node_counts(verdict: ServiceVerdict, nodes: ReadyNodes) -> dict[ProxyMode, int]:
     """How many Ready nodes run kube-proxy in each mode for this verdict."""
     proxy = verdict.proxy
     counts: dict[ProxyMode, int] = {}
     same_node_by_zone: dict[str, int] = {}
     for node in proxy.same_node:
-        zone = state.nodes.zone_of.get(node, "")
+        zone = nodes.zone_of.get(node, "")
         same_node_by_zone[zone] = same_node_by_zone.get(zone, 0) + 1
     if proxy.same_node:
         counts[ProxyMode.PREFER_SAME_NODE] = len(proxy.same_node)
     for zone, mode in proxy.by_zone.items():
-        others = len(state.nodes.by_zone.get(zone, ())) - same_node_by_zone.get(zone, 0)
+        others = len(nodes.by_zone.get(zone, ())) - same_node_by_zone.get(zone, 0)
         if others > 0:
             counts[mode] = counts.get(mode, 0) + others
     return counts
 
 
-SERVICE_ENTRY_FAMILIES: tuple[tuple[Family, EntryFunction], ...] = (
-    (
-        _gauge(
-            "service_expected_enabled",
-            "1 when the EndpointSlice controller should keep hints for the Service, 0 when it "
-            "removes them (absent without a hint mechanism).",
-            *SERVICE_ENTRY_LABELS,
-        ),
-        _expected_enabled,
+SERVICE_EXPECTED_ENABLED = _declare(
+    "service_expected_enabled",
+    GAUGE,
+    Scope.SERVICE_ENTRY,
+    "1 when the EndpointSlice controller should keep hints for the Service, 0 when it "
+    "removes them (absent without a hint mechanism).",
+    each_entry(_expected_enabled),
+)
+SERVICE_DISABLED_REASON = _declare(
+    "service_disabled_reason",
+    GAUGE,
+    Scope.SERVICE_ENTRY,
+    "1 for the reason the controller refuses hints (its event reason constant).",
+    each_entry(
+        lambda entry: (
+            [((str(entry.verdict.reason),), 1.0)] if entry.verdict.reason is not None else []
+        )
     ),
-    (
-        _gauge(
-            "service_disabled_reason",
-            "1 for the reason the controller refuses hints (its event reason constant).",
-            *SERVICE_ENTRY_LABELS,
-            "reason",
-        ),
-        _disabled_reason,
+    labels=("reason",),
+)
+SERVICE_READY_ENDPOINTS = _declare(
+    "service_ready_endpoints",
+    GAUGE,
+    Scope.SERVICE_ENTRY,
+    "Ready endpoints in controller-managed EndpointSlices (N of the allocation).",
+    each_entry(lambda entry: _one(entry.verdict.ready_endpoints)),
+)
+SERVICE_HINTED_ENDPOINTS = _declare(
+    "service_hinted_endpoints",
+    GAUGE,
+    Scope.SERVICE_ENTRY,
+    "Ready endpoints that carry at least one zone hint.",
+    each_entry(lambda entry: _one(entry.verdict.hinted_endpoints)),
+)
+SERVICE_HINT_COMPLETENESS = _declare(
+    "service_hint_completeness",
+    GAUGE,
+    Scope.SERVICE_ENTRY,
+    "Hinted / ready endpoints; strictly between 0 and 1 means kube-proxy ignores "
+    "every hint of the Service.",
+    each_entry(
+        lambda entry: (
+            _one(entry.verdict.hint_completeness)
+            if entry.verdict.hint_completeness is not None
+            else []
+        )
     ),
-    (
-        _gauge(
-            "service_ready_endpoints",
-            "Ready endpoints in controller-managed EndpointSlices (N of the allocation).",
-            *SERVICE_ENTRY_LABELS,
-        ),
-        _ready,
+)
+SERVICE_DRIFT = _declare(
+    "service_drift",
+    GAUGE,
+    Scope.SERVICE_ENTRY,
+    "1 while observed hints disagree with the expected result "
+    "(kind: hints-missing, unexpected-hints, zone-out-of-range).",
+    each_entry(lambda entry: (((str(kind),), 1.0) for kind in sorted(entry.verdict.drift))),
+    labels=("kind",),
+)
+SERVICE_NEAREST_FEASIBLE_ENDPOINTS = _declare(
+    "service_nearest_feasible_endpoints",
+    GAUGE,
+    Scope.SERVICE_ENTRY,
+    "The nearest ready endpoint count below or above today's that would let the "
+    "controller enable auto hints with today's zone ratios.",
+    each_entry(_nearest_feasible),
+    labels=("direction",),
+)
+SERVICE_STATE_CHANGES_TOTAL = _declare(
+    "service_state_changes_total",
+    COUNTER,
+    Scope.SERVICE_ENTRY,
+    "Flips of the expected state between enabled and disabled seen since the exporter started.",
+    each_entry(lambda entry: _one(entry.state_changes)),
+)
+ZONE_ALLOCATION_MINIMUM = _declare(
+    "zone_allocation_minimum",
+    GAUGE,
+    Scope.SERVICE_ENTRY,
+    "Fewest endpoints the controller must hint for the zone to keep it within "
+    f"{_OVERLOAD_SHARE} of its share (auto, enabled).",
+    each_entry(_zone_allocation("minimum")),
+    labels=("zone",),
+)
+ZONE_ALLOCATION_DESIRED = _declare(
+    "zone_allocation_desired",
+    GAUGE,
+    Scope.SERVICE_ENTRY,
+    "Endpoints the zone deserves by its CPU share (auto, enabled).",
+    each_entry(_zone_allocation("desired")),
+    labels=("zone",),
+)
+ZONE_ALLOCATION_MAXIMUM = _declare(
+    "zone_allocation_maximum",
+    GAUGE,
+    Scope.SERVICE_ENTRY,
+    "Most endpoints the controller may hint for the zone (auto, enabled).",
+    each_entry(_zone_allocation("maximum")),
+    labels=("zone",),
+)
+ZONE_HINTED_ENDPOINTS = _declare(
+    "zone_hinted_endpoints",
+    GAUGE,
+    Scope.SERVICE_ENTRY,
+    "Ready endpoints hinted for the zone.",
+    each_entry(
+        lambda entry: (
+            ((zone,), float(verdict.hinted)) for zone, verdict in entry.verdict.zones.items()
+        )
     ),
-    (
-        _gauge(
-            "service_hinted_endpoints",
-            "Ready endpoints that carry at least one zone hint.",
-            *SERVICE_ENTRY_LABELS,
-        ),
-        _hinted,
+    labels=("zone",),
+)
+ZONE_ENDPOINTS = _declare(
+    "zone_endpoints",
+    GAUGE,
+    Scope.SERVICE_ENTRY,
+    "Ready endpoints running in the zone (counted like N).",
+    each_entry(_zone_endpoints),
+    labels=("zone",),
+)
+ZONE_LOAD_FACTOR = _declare(
+    "zone_load_factor",
+    GAUGE,
+    Scope.SERVICE_ENTRY,
+    "Traffic one endpoint hinted for the zone receives relative to its fair share, "
+    f"when traffic follows CPU (1 is fair; auto keeps it at or under {_OVERLOAD_LIMIT}).",
+    each_entry(_zone_load_factor),
+    labels=("zone",),
+)
+SERVICE_PROXY_MODE = _declare(
+    "service_proxy_mode",
+    GAUGE,
+    Scope.SERVICE_ENTRY,
+    "1 for the topology mode kube-proxy uses for the Service on the zone's nodes "
+    "that match no node hint.",
+    each_entry(
+        lambda entry: (
+            ((zone, str(mode)), 1.0) for zone, mode in entry.verdict.proxy.by_zone.items()
+        )
     ),
-    (
-        _gauge(
-            "service_hint_completeness",
-            "Hinted / ready endpoints; strictly between 0 and 1 means kube-proxy ignores "
-            "every hint of the Service.",
-            *SERVICE_ENTRY_LABELS,
-        ),
-        _completeness,
+    labels=("zone", "mode"),
+)
+SERVICE_PROXY_NODES = _declare(
+    "service_proxy_nodes",
+    GAUGE,
+    Scope.SERVICE_ENTRY,
+    "Ready nodes whose kube-proxy uses the mode for the Service.",
+    each_entry(
+        lambda entry: (
+            ((str(mode),), float(count))
+            for mode, count in sorted(proxy_node_counts(entry.verdict, entry.nodes).items())
+        )
     ),
-    (
-        _gauge(
-            "service_drift",
-            "1 while observed hints disagree with the expected result "
-            "(kind: hints-missing, unexpected-hints, zone-out-of-range).",
-            *SERVICE_ENTRY_LABELS,
-            "kind",
-        ),
-        _drift,
-    ),
-    (
-        _gauge(
-            "service_nearest_feasible_endpoints",
-            "The nearest ready endpoint count below or above today's that would let the "
-            "controller enable auto hints with today's zone ratios.",
-            *SERVICE_ENTRY_LABELS,
-            "direction",
-        ),
-        _nearest,
-    ),
-    (
-        _counter(
-            "service_state_changes_total",
-            "Flips of the expected state between enabled and disabled seen since the "
-            "exporter started.",
-            *SERVICE_ENTRY_LABELS,
-        ),
-        _state_changes,
-    ),
-    (
-        _gauge(
-            "zone_allocation_minimum",
-            "Fewest endpoints the controller must hint for the zone to keep it within 20% "
-            "of its share (auto, enabled).",
-            *SERVICE_ENTRY_LABELS,
-            "zone",
-        ),
-        _zone_allocation("minimum"),
-    ),
-    (
-        _gauge(
-            "zone_allocation_desired",
-            "Endpoints the zone deserves by its CPU share (auto, enabled).",
-            *SERVICE_ENTRY_LABELS,
-            "zone",
-        ),
-        _zone_allocation("desired"),
-    ),
-    (
-        _gauge(
-            "zone_allocation_maximum",
-            "Most endpoints the controller may hint for the zone (auto, enabled).",
-            *SERVICE_ENTRY_LABELS,
-            "zone",
-        ),
-        _zone_allocation("maximum"),
-    ),
-    (
-        _gauge(
-            "zone_hinted_endpoints",
-            "Ready endpoints hinted for the zone.",
-            *SERVICE_ENTRY_LABELS,
-            "zone",
-        ),
-        _zone_hinted,
-    ),
-    (
-        _gauge(
-            "zone_endpoints",
-            "Ready endpoints running in the zone (counted like N).",
-            *SERVICE_ENTRY_LABELS,
-            "zone",
-        ),
-        _zone_located,
-    ),
-    (
-        _gauge(
-            "zone_load_factor",
-            "Traffic one endpoint hinted for the zone receives relative to its fair share, "
-            "when traffic follows CPU (1 is fair; auto keeps it at or under 1.2).",
-            *SERVICE_ENTRY_LABELS,
-            "zone",
-        ),
-        _zone_load_factor,
-    ),
-    (
-        _gauge(
-            "service_proxy_mode",
-            "1 for the topology mode kube-proxy uses for the Service on the zone's nodes "
-            "that match no node hint.",
-            *SERVICE_ENTRY_LABELS,
-            "zone",
-            "mode",
-        ),
-        _proxy_mode,
-    ),
+    labels=("mode",),
 )
 
-SERVICE_PROXY_NODES = _gauge(
-    "service_proxy_nodes",
-    "Ready nodes whose kube-proxy uses the mode for the Service.",
-    *SERVICE_ENTRY_LABELS,
-    "mode",
-)
-SERVICE_INFO = _gauge(
-    "service_info",
-    "1 per exported Service, with its hint mechanism and the raw trafficDistribution and "
-    "internalTrafficPolicy fields (empty when unset).",
-    "namespace",
-    "service",
-    "mechanism",
-    "traffic_distribution",
-    "internal_traffic_policy",
-)
-SERVICE_CONFIG_ISSUE = _gauge(
-    "service_config_issue",
-    "1 per configuration mistake found on the Service (issue id, see the runbook).",
-    "namespace",
-    "service",
-    "issue",
-)
-NODE_PROXY_SERVICES = _gauge(
+# -- over the exported Services --------------------------------------------------------------
+
+
+def _node_proxy_services(scrape: Scrape) -> Iterator[Sample]:
+    """Per node and mode, over exported entries; computed per zone, then adjusted per node.
+
+    Every node of a zone shares the zone's mode unless a node hint names it, so the cost
+    is zones x entries plus the PreferSameNode nodes, not nodes x entries.
+    """
+    nodes = scrape.state.nodes
+    by_zone: dict[str, dict[ProxyMode, int]] = {}
+    adjustments: dict[str, dict[ProxyMode, int]] = {}
+    for verdict in scrape.verdicts:
+        proxy = verdict.proxy
+        for zone, mode in proxy.by_zone.items():
+            counts = by_zone.setdefault(zone, {})
+            counts[mode] = counts.get(mode, 0) + 1
+        for node in proxy.same_node:
+            zone_mode = proxy.by_zone.get(nodes.zone_of.get(node, ""))
+            adjust = adjustments.setdefault(node, {})
+            adjust[ProxyMode.PREFER_SAME_NODE] = adjust.get(ProxyMode.PREFER_SAME_NODE, 0) + 1
+            if zone_mode is not None:
+                adjust[zone_mode] = adjust.get(zone_mode, 0) - 1
+    for zone, zone_nodes in nodes.by_zone.items():
+        zone_counts = by_zone.get(zone, {})
+        for node in zone_nodes:
+            counts = dict(zone_counts)
+            for mode, delta in adjustments.get(node, {}).items():
+                counts[mode] = counts.get(mode, 0) + delta
+            for mode, count in sorted(counts.items()):
+                if count > 0:
+                    yield (node, zone, str(mode)), float(count)
+
+
+def _last_event(scrape: Scrape) -> Iterator[Sample]:
+    """Events of exported Services only: a deleted Service's timestamps vanish with it.
+
+    Read from the whole scrape because an event does not replace the Service's result.
+    """
+    exported = scrape.exported_keys
+    for key, timestamp in sorted(scrape.state.last_event.items()):
+        if key[:2] in exported:
+            yield key, timestamp
+
+
+NODE_PROXY_SERVICES = _declare(
     "node_proxy_services",
+    GAUGE,
+    Scope.NODE,
     "Exported Services (per address type) for which kube-proxy on the node uses the mode.",
-    "node",
-    "zone",
-    "mode",
+    from_scrape(_node_proxy_services),
+    labels=("zone", "mode"),
 )
-LAST_EVENT_TIMESTAMP = _gauge(
+SERVICE_LAST_EVENT_TIMESTAMP_SECONDS = _declare(
     "service_last_event_timestamp_seconds",
+    GAUGE,
+    Scope.SERVICE,
     "Unix time of the latest TopologyAwareHintsDisabled / TopologyAwareHintsEnabled event "
     "the controller recorded on the Service.",
-    "namespace",
-    "service",
-    "reason",
+    from_scrape(_last_event),
+    labels=("reason",),
 )
-CONTROLLER_EVENTS = _counter(
+CONTROLLER_EVENTS_TOTAL = _declare(
     "controller_events_total",
+    COUNTER,
+    Scope.CLUSTER,
     "TopologyAwareHints events recorded by the EndpointSlice controller, seen since start.",
-    "reason",
+    from_scrape(
+        lambda scrape: (
+            ((reason,), float(total)) for reason, total in sorted(scrape.state.event_totals.items())
+        )
+    ),
+    labels=("reason",),
 )
 
-# -- the exporter itself ---------------------------------------------------------------------
+# -- the exporter itself (instruments.py) ----------------------------------------------------
 
-BUILD_INFO = _gauge("build_info", "1, labelled with the exporter's version.", "version")
-WATCH_UP = _gauge(
+BUILD_INFO = _declare(
+    "build_info",
+    GAUGE,
+    Scope.EXPORTER,
+    "1, labelled with the exporter's version.",
+    labels=("version",),
+)
+WATCH_UP = _declare(
     "watch_up",
+    GAUGE,
+    Scope.EXPORTER,
     "1 while the list/watch of the resource is healthy, 0 while it is failing.",
-    "resource",
+    labels=("resource",),
 )
-WATCH_RESTARTS = _counter(
+WATCH_RESTARTS_TOTAL = _declare(
     "watch_restarts_total",
+    COUNTER,
+    Scope.EXPORTER,
     "Watch restarts by cause: closed (normal end), expired (410 Gone, full relist), "
     "error, forbidden.",
-    "resource",
-    "cause",
+    labels=("resource", "cause"),
 )
-WATCH_EVENTS = _counter(
-    "watch_events_total", "Watch events received, by event type.", "resource", "type"
+WATCH_EVENTS_TOTAL = _declare(
+    "watch_events_total",
+    COUNTER,
+    Scope.EXPORTER,
+    "Watch events received, by event type.",
+    labels=("resource", "type"),
 )
-INVALID_OBJECTS = _counter(
+INVALID_OBJECTS_TOTAL = _declare(
     "invalid_objects_total",
+    COUNTER,
+    Scope.EXPORTER,
     "Objects skipped because they lacked a field the rules need or had the wrong type.",
-    "resource",
+    labels=("resource",),
 )
-OBJECTS = _gauge("objects", "Objects held in the exporter's cluster snapshot.", "resource")
-LAST_EVALUATION = _gauge("last_evaluation_timestamp_seconds", "Unix time of the latest evaluation.")
-EVALUATION_DURATION = Family(
-    PREFIX + "evaluation_duration_seconds",
-    MetricType.HISTOGRAM,
+OBJECTS = _declare(
+    "objects",
+    GAUGE,
+    Scope.EXPORTER,
+    "Objects held in the exporter's cluster snapshot.",
+    labels=("resource",),
+)
+LAST_EVALUATION_TIMESTAMP_SECONDS = _declare(
+    "last_evaluation_timestamp_seconds",
+    GAUGE,
+    Scope.EXPORTER,
+    "Unix time of the latest evaluation.",
+)
+EVALUATION_DURATION_SECONDS = _declare(
+    "evaluation_duration_seconds",
+    HISTOGRAM,
+    Scope.EXPORTER,
     "Time to apply one batch of changes and re-evaluate the affected Services.",
 )
-SHARD_ORDINAL = _gauge("shard_ordinal", "This exporter's shard ordinal (0 when not sharded).")
-TOTAL_SHARDS = _gauge("total_shards", "The number of shards Services are split into.")
-READY = _gauge(
-    "ready", "1 once every required informer has listed its resource; hint metrics wait for it."
+SHARD_ORDINAL = _declare(
+    "shard_ordinal", GAUGE, Scope.EXPORTER, "This exporter's shard ordinal (0 when not sharded)."
+)
+TOTAL_SHARDS = _declare(
+    "total_shards", GAUGE, Scope.EXPORTER, "The number of shards Services are split into."
+)
+READY = _declare(
+    "ready",
+    GAUGE,
+    Scope.EXPORTER,
+    "1 once every required informer has listed its resource; hint metrics wait for it.",
 )
 
-SELF_FAMILIES: tuple[Family, ...] = (
-    BUILD_INFO,
-    WATCH_UP,
-    WATCH_RESTARTS,
-    WATCH_EVENTS,
-    INVALID_OBJECTS,
-    OBJECTS,
-    LAST_EVALUATION,
-    EVALUATION_DURATION,
-    SHARD_ORDINAL,
-    TOTAL_SHARDS,
-    READY,
-)
+# Every family, in exposition and documentation order.
+FAMILIES: tuple[Family, ...] = tuple(_declared)
+# Those rendered from the evaluation by collector.py and exposition.py.
+HINT_FAMILIES: tuple[Family, ...] = tuple(f for f in FAMILIES if f.samples is not None)
 
 
-# Families rendered from the evaluation, in exposition order.
-HINT_FAMILIES: tuple[Family, ...] = (
-    *(family for family, _ in CLUSTER_FAMILIES),
-    SERVICE_INFO,
-    SERVICE_CONFIG_ISSUE,
-    *(family for family, _ in SERVICE_ENTRY_FAMILIES),
-    SERVICE_PROXY_NODES,
-    NODE_PROXY_SERVICES,
-    LAST_EVENT_TIMESTAMP,
-    CONTROLLER_EVENTS,
-)
-
-
-def all_families() -> tuple[Family, ...]:
-    """Every family, in documentation order."""
-    return (*HINT_FAMILIES, *SELF_FAMILIES)
+def constant_name(family: Family) -> str:
+    """The module constant that holds a family: its name without the prefix, upper-cased."""
+    return family.name.removeprefix(PREFIX).upper()

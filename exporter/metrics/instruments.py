@@ -11,15 +11,15 @@ from prometheus_client.registry import Collector
 from exporter.evaluator import ExporterState
 from exporter.metrics.families import (
     BUILD_INFO,
-    EVALUATION_DURATION,
-    INVALID_OBJECTS,
-    LAST_EVALUATION,
+    EVALUATION_DURATION_SECONDS,
+    INVALID_OBJECTS_TOTAL,
+    LAST_EVALUATION_TIMESTAMP_SECONDS,
     OBJECTS,
     READY,
     SHARD_ORDINAL,
     TOTAL_SHARDS,
-    WATCH_EVENTS,
-    WATCH_RESTARTS,
+    WATCH_EVENTS_TOTAL,
+    WATCH_RESTARTS_TOTAL,
     WATCH_UP,
 )
 
@@ -50,17 +50,26 @@ class ExporterMetrics:
         Gauge(TOTAL_SHARDS.name, TOTAL_SHARDS.help, registry=registry).set(total_shards)
         self._up = Gauge(WATCH_UP.name, WATCH_UP.help, WATCH_UP.labels, registry=registry)
         self._restarts = Counter(
-            WATCH_RESTARTS.name, WATCH_RESTARTS.help, WATCH_RESTARTS.labels, registry=registry
+            WATCH_RESTARTS_TOTAL.name,
+            WATCH_RESTARTS_TOTAL.help,
+            WATCH_RESTARTS_TOTAL.labels,
+            registry=registry,
         )
         self._events = Counter(
-            WATCH_EVENTS.name, WATCH_EVENTS.help, WATCH_EVENTS.labels, registry=registry
+            WATCH_EVENTS_TOTAL.name,
+            WATCH_EVENTS_TOTAL.help,
+            WATCH_EVENTS_TOTAL.labels,
+            registry=registry,
         )
         self._invalid = Counter(
-            INVALID_OBJECTS.name, INVALID_OBJECTS.help, INVALID_OBJECTS.labels, registry=registry
+            INVALID_OBJECTS_TOTAL.name,
+            INVALID_OBJECTS_TOTAL.help,
+            INVALID_OBJECTS_TOTAL.labels,
+            registry=registry,
         )
         self._duration = Histogram(
-            EVALUATION_DURATION.name,
-            EVALUATION_DURATION.help,
+            EVALUATION_DURATION_SECONDS.name,
+            EVALUATION_DURATION_SECONDS.help,
             buckets=EVALUATION_BUCKETS,
             registry=registry,
         )
@@ -105,7 +114,9 @@ class StatusCollector(Collector):
     def describe(self) -> Iterator[Metric]:
         yield GaugeMetricFamily(OBJECTS.name, OBJECTS.help, labels=OBJECTS.labels)
         yield GaugeMetricFamily(READY.name, READY.help)
-        yield GaugeMetricFamily(LAST_EVALUATION.name, LAST_EVALUATION.help)
+        yield GaugeMetricFamily(
+            LAST_EVALUATION_TIMESTAMP_SECONDS.name, LAST_EVALUATION_TIMESTAMP_SECONDS.help
+        )
 
     def collect(self) -> Iterator[Metric]:
         objects = GaugeMetricFamily(OBJECTS.name, OBJECTS.help, labels=OBJECTS.labels)
@@ -115,4 +126,8 @@ class StatusCollector(Collector):
         yield GaugeMetricFamily(READY.name, READY.help, value=float(self._ready()))
         evaluated_at = self._state().evaluated_at
         if evaluated_at is not None:
-            yield GaugeMetricFamily(LAST_EVALUATION.name, LAST_EVALUATION.help, value=evaluated_at)
+            yield GaugeMetricFamily(
+                LAST_EVALUATION_TIMESTAMP_SECONDS.name,
+                LAST_EVALUATION_TIMESTAMP_SECONDS.help,
+                value=evaluated_at,
+            )

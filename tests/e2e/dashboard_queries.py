@@ -7,35 +7,18 @@ Prometheus that scrapes the exporter; `tests/test_dashboards.py` checks each wit
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+from dashboards.generate import panel_queries
 from tests.conftest import PROJECT_ROOT
 
 DASHBOARDS_DIR = PROJECT_ROOT / "dashboards"
-GENERATOR = DASHBOARDS_DIR / "generate.py"
 
 _VARIABLE = re.compile(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)")
 _LABEL_VALUES = re.compile(r"^label_values\((?P<selector>.+),\s*(?P<label>\w+)\)$")
-
-
-def load_generator() -> ModuleType:
-    """The dashboards/generate.py module (the folder is not a package)."""
-    name = "topology_hints_dashboards_generate"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, GENERATOR)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {GENERATOR}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def load_dashboards(dashboards_dir: Path = DASHBOARDS_DIR) -> list[dict[str, Any]]:
@@ -89,7 +72,6 @@ def dashboard_queries(
     `cluster=""` is what a single-cluster setup sends (the hidden variable has no value), and
     selects series without a cluster label.
     """
-    panel_queries = load_generator().panel_queries
     return [
         (
             str(dashboard["uid"]),

@@ -226,14 +226,14 @@ def test_allocation_figures_only_when_auto_enabled_and_zone_has_ratio() -> None:
         )
 
 
-def test_located_and_carries_hints() -> None:
-    """located counts N's endpoints per own zone; carries_hints sees any hint, even not-ready."""
+def test_zone_endpoints_and_carries_hints() -> None:
+    """zone_endpoints counts N's endpoints per own zone; carries_hints sees any hint."""
     slices = [
         endpoint_slice(endpoint(Z0), endpoint(Z0), endpoint(None), endpoint(Z1, ready=False)),
         endpoint_slice(endpoint(Z2, ready=False, node_hints=("zone-2-0",)), managed=False),
     ]
     result = verdict(NODES, service(), slices)
-    assert dict(result.located) == {Z0: 2}
+    assert dict(result.zone_endpoints) == {Z0: 2}
     assert result.carries_hints
     bare = verdict(NODES, service(), [endpoint_slice(endpoint(Z0))])
     assert not bare.carries_hints

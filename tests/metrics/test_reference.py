@@ -1,47 +1,20 @@
-"""docs/metrics.md, the family declarations, SPEC section 9 and a real scrape agree."""
+"""docs/metrics.md, the family declarations and a real scrape agree."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 
-import pytest
-
-from exporter.metrics.families import all_families
+from exporter.metrics.families import FAMILIES
 from exporter.metrics.reference import markdown
-from tests.conftest import CONFORMANCE_DIR, IN_CI, PROJECT_ROOT, require_binary
+from tests.conftest import PROJECT_ROOT, require_binary
 from tests.k8s_objects import as_list, endpoint_slice, service, three_zone_nodes, zone_endpoints
 from tests.metrics.conftest import ServeSnapshot
 from tests.scrape import base_url, http_get, scrape
-
-SPEC = CONFORMANCE_DIR.parent / "SPEC.md"
-
-
-def _spec_families() -> set[str]:
-    if not SPEC.exists():
-        if IN_CI:
-            pytest.fail(f"{SPEC} is missing")
-        pytest.skip(f"{SPEC} not found")
-    section = SPEC.read_text().split("## 9.", 1)[1]
-    names = set(re.findall(r"`(topology_hints_[a-z_]+)`", section))
-    # "`topology_hints_zone_allocation_minimum` / `_maximum` / `_desired`"
-    names |= {
-        f"topology_hints_zone_allocation{suffix}"
-        for suffix in re.findall(r"/ `(_[a-z]+)`", section)
-    }
-    return {name for name in names if name != "topology_hints_"}
 
 
 def test_docs_page_is_generated_from_the_declarations() -> None:
     """docs/metrics.md is exactly what the generator writes from families.py."""
     assert (PROJECT_ROOT / "docs" / "metrics.md").read_text() == markdown()
-
-
-def test_every_spec_family_is_declared() -> None:
-    """Each family SPEC section 9 requires is declared (and so documented)."""
-    declared = {family.name for family in all_families()}
-    missing = _spec_families() - declared
-    assert not missing, f"SPEC families not implemented: {sorted(missing)}"
 
 
 def test_scrape_exposes_exactly_the_documented_families(serve_snapshot: ServeSnapshot) -> None:
@@ -57,7 +30,7 @@ def test_scrape_exposes_exactly_the_documented_families(serve_snapshot: ServeSna
     documented = {
         # The text parser reports counters without their _total suffix.
         family.name.removesuffix("_total")
-        for family in all_families()
+        for family in FAMILIES
     }
     assert exposed == documented
 

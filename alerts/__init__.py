@@ -1,0 +1,1 @@
+"""The Prometheus alerting rules: `python -m alerts.generate` writes them (see generate.py)."""

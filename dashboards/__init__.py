@@ -1,0 +1,1 @@
+"""The Grafana dashboards: `python -m dashboards.generate` writes them (see generate.py)."""

@@ -1,0 +1,401 @@
+"""The overview dashboard: node info, zone shares, Services by state, what needs attention."""
+
+from __future__ import annotations
+
+from grafana_foundation_sdk.builders import dashboard as dashboard_builders
+
+from dashboards.panels import (
+    CLUSTER,
+    NAMESPACES,
+    OVERVIEW_UID,
+    Query,
+    cluster_variable,
+    datasource_variable,
+    graph,
+    grid,
+    namespace_variable,
+    new_dashboard,
+    row,
+    sel,
+    single,
+    thresholds,
+    timeline,
+    value_map,
+)
+from exporter.metrics import families as f
+from exporter.metrics.monitoring import OVERLOAD_LIMIT
+
+
+def _mechanism_by_service() -> str:
+    return (
+        f"max by (namespace, service, mechanism) ({sel(f.SERVICE_INFO.name, CLUSTER, NAMESPACES)})"
+    )
+
+
+def _expected(value: int) -> str:
+    """(Service, address type) entries in one expected state, counted by mechanism."""
+    mechanism_by_service = _mechanism_by_service()
+    return (
+        "count by (mechanism) (("
+        "max by (namespace, service, address_type) "
+        f"({sel(f.SERVICE_EXPECTED_ENABLED.name, CLUSTER, NAMESPACES)}) == {value}) "
+        f"* on (namespace, service) group_left (mechanism) {mechanism_by_service})"
+    )
+
+
+def _cluster_row(dash: dashboard_builders.Dashboard) -> None:
+    """The Cluster row and its panels."""
+    dash.with_row(row("Cluster"))
+    dash.with_panel(
+        single(
+            "Node info",
+            "Whether every Ready worker node has a zone label and allocatable CPU, and at least "
+            "two zones have CPU. When not, the EndpointSlice controller disables `auto` hints "
+            "for every Service (InsufficientNodeInfo).",
+            "none",
+            [Query(f"min({sel(f.SUFFICIENT_NODE_INFO.name, CLUSTER)})")],
+            mappings=value_map({"1": ("sufficient", "green"), "0": ("insufficient", "red")}),
+            steps=thresholds((None, "red"), (1, "green")),
+            width=4,
+            height=8,
+        )
+    )
+    dash.with_panel(
+        single(
+            "Zones",
+            "Zones with CPU in the controller's node view (no series while node info is "
+            "insufficient).",
+            "short",
+            [Query(f"count(max by (zone) ({sel(f.ZONE_CPU_RATIO.name, CLUSTER)}))")],
+            width=4,
+            height=8,
+        )
+    )
+    dash.with_panel(
+        graph(
+            "Zone CPU share",
+            "Each zone's share of allocatable CPU, as the EndpointSlice controller computes it. "
+            "Under `auto`, endpoints are allocated to zones in these proportions.",
+            "percentunit",
+            [Query(f"max by (zone) ({sel(f.ZONE_CPU_RATIO.name, CLUSTER)})", "{{zone}}")],
+            width=8,
+            stack=True,
+        ).max(1)
+    )
+    dash.with_panel(
+        graph(
+            "Allocatable CPU per zone",
+            "CPU cores the controller counts for each zone (Ready worker nodes only).",
+            "short",
+            [
+                Query(
+                    f"max by (zone) ({sel(f.ZONE_ALLOCATABLE_CPU_CORES.name, CLUSTER)})",
+                    "{{zone}}",
+                )
+            ],
+            width=8,
+        )
+    )
+    dash.with_panel(
+        grid(
+            "Nodes missing topology info",
+            "Ready worker nodes without a zone label or allocatable CPU. One such node is "
+            "enough to disable `auto` hints for every Service.",
+            "none",
+            Query(f"max by (node, missing) ({sel(f.NODE_MISSING_TOPOLOGY_INFO.name, CLUSTER)})"),
+        )
+    )
+    dash.with_panel(
+        graph(
+            "Controller events",
+            "TopologyAwareHintsEnabled / TopologyAwareHintsDisabled events the EndpointSlice "
+            "controller recorded, over all Services.",
+            "short",
+            [
+                Query(
+                    "sum by (reason) (increase("
+                    f"{sel(f.CONTROLLER_EVENTS_TOTAL.name, CLUSTER)}[$__rate_interval]))",
+                    "{{reason}}",
+                )
+            ],
+            bars=True,
+        )
+    )
+
+
+def _services_row(dash: dashboard_builders.Dashboard) -> None:
+    """The Services row and its panels."""
+    dash.with_row(row("Services"))
+    dash.with_panel(
+        single(
+            "Services by mechanism",
+            "Exported Services by the mechanism that decides their hints: `auto` (the "
+            "topology-mode annotation), `traffic-distribution` (spec.trafficDistribution) or "
+            "`none`.",
+            "short",
+            [Query(f"count by (mechanism) ({_mechanism_by_service()})", "{{mechanism}}")],
+            width=8,
+            height=8,
+        )
+    )
+    dash.with_panel(
+        single(
+            "Service entries by mechanism and expected state",
+            "(Service, address type) entries whose hints the controller is expected to enable "
+            "or disable; Services of mechanism `none` have no expected state.",
+            "short",
+            [
+                Query(_expected(1), "{{mechanism}}: enabled"),
+                Query(_expected(0), "{{mechanism}}: disabled"),
+            ],
+            width=8,
+            height=8,
+        )
+    )
+    dash.with_panel(
+        graph(
+            "Service entries by disabled reason",
+            "Why the controller refuses `auto` hints, counted over (Service, address type) "
+            "entries.",
+            "short",
+            [
+                Query(
+                    "count by (reason) (max by (namespace, service, address_type, reason) "
+                    f"({sel(f.SERVICE_DISABLED_REASON.name, CLUSTER, NAMESPACES)}))",
+                    "{{reason}}",
+                )
+            ],
+            width=8,
+            stack=True,
+        )
+    )
+
+
+def _needs_attention_row(dash: dashboard_builders.Dashboard) -> None:
+    """The Needs attention row and its panels."""
+    dash.with_row(row("Needs attention"))
+    dash.with_panel(
+        grid(
+            "Disabled auto Services",
+            "Services asking for `auto` hints that the controller disables, with the reason "
+            "and the number of ready endpoints. Click a row to drill down.",
+            "short",
+            Query(
+                "max by (namespace, service, address_type) "
+                f"({sel(f.SERVICE_READY_ENDPOINTS.name, CLUSTER, NAMESPACES)}) "
+                "* on (namespace, service, address_type) group_left (reason) "
+                "max by (namespace, service, address_type, reason) "
+                f"({sel(f.SERVICE_DISABLED_REASON.name, CLUSTER, NAMESPACES)})"
+            ),
+            value_column="ready endpoints",
+            link_to_service=True,
+        )
+    )
+    dash.with_panel(
+        grid(
+            "Incomplete hints",
+            "Services where some but not all ready endpoints carry a zone hint: kube-proxy then "
+            "ignores every hint of the Service.",
+            "percentunit",
+            Query(
+                "max by (namespace, service, address_type) "
+                f"({sel(f.SERVICE_HINT_COMPLETENESS.name, CLUSTER, NAMESPACES)}) "
+                "> 0 < 1"
+            ),
+            value_column="hint completeness",
+            link_to_service=True,
+        )
+    )
+    dash.with_panel(
+        grid(
+            "Drift",
+            "Services whose observed hints differ from the expected result. A short drift is "
+            "normal while the controller catches up; a lasting one is not.",
+            "none",
+            Query(
+                "max by (namespace, service, address_type, kind) "
+                f"({sel(f.SERVICE_DRIFT.name, CLUSTER, NAMESPACES)})"
+            ),
+            link_to_service=True,
+        )
+    )
+    dash.with_panel(
+        grid(
+            "Config issues",
+            "Annotations and fields that do not do what they seem to: an annotation shadowing "
+            "trafficDistribution, unknown values, internalTrafficPolicy Local with hints.",
+            "none",
+            Query(
+                "max by (namespace, service, issue) "
+                f"({sel(f.SERVICE_CONFIG_ISSUE.name, CLUSTER, NAMESPACES)})"
+            ),
+            link_to_service=True,
+        )
+    )
+    dash.with_panel(
+        grid(
+            "Overloaded zones",
+            f"Zones whose hinted endpoints get more than {OVERLOAD_LIMIT}x their fair "
+            "share of traffic when traffic follows CPU (the load factor). Common with "
+            "trafficDistribution, which has no overload guard.",
+            "none",
+            Query(
+                "max by (namespace, service, address_type, zone) "
+                f"({sel(f.ZONE_LOAD_FACTOR.name, CLUSTER, NAMESPACES)}) "
+                f"> {OVERLOAD_LIMIT}"
+            ),
+            value_column="load factor",
+            width=24,
+            link_to_service=True,
+        ).decimals(2)
+    )
+
+
+def _exporter_row(dash: dashboard_builders.Dashboard) -> None:
+    """The Exporter row and its panels."""
+    dash.with_row(row("Exporter"))
+    dash.with_panel(
+        timeline(
+            "Watch up",
+            "Whether the exporter's watch of each Kubernetes resource is established.",
+            [
+                Query(
+                    f"min by (resource) ({sel(f.WATCH_UP.name, CLUSTER)})",
+                    "{{resource}}",
+                )
+            ],
+            value_map({"1": ("up", "green"), "0": ("down", "red")}),
+            width=8,
+        )
+    )
+    dash.with_panel(
+        single(
+            "Last evaluation age",
+            "Seconds since the exporter last evaluated its snapshot of the cluster.",
+            "s",
+            [Query(f"time() - max({sel(f.LAST_EVALUATION_TIMESTAMP_SECONDS.name, CLUSTER)})")],
+            steps=thresholds((None, "green"), (60, "orange"), (300, "red")),
+            width=4,
+            height=8,
+        )
+    )
+    duration = f.EVALUATION_DURATION_SECONDS.name
+    dash.with_panel(
+        graph(
+            "Evaluation duration",
+            "Time one evaluation of the whole cluster takes: 50th and 99th percentile, and mean.",
+            "s",
+            [
+                Query(
+                    "histogram_quantile(0.5, sum by (le) "
+                    f"(rate({sel(duration + '_bucket', CLUSTER)}[$__rate_interval])))",
+                    "p50",
+                ),
+                Query(
+                    "histogram_quantile(0.99, sum by (le) "
+                    f"(rate({sel(duration + '_bucket', CLUSTER)}[$__rate_interval])))",
+                    "p99",
+                ),
+                Query(
+                    f"sum(rate({sel(duration + '_sum', CLUSTER)}[$__rate_interval])) "
+                    f"/ sum(rate({sel(duration + '_count', CLUSTER)}[$__rate_interval]))",
+                    "mean",
+                ),
+            ],
+            width=12,
+        )
+    )
+    dash.with_panel(
+        graph(
+            "Watch restarts",
+            "Restarts of the exporter's watches, by resource and cause.",
+            "short",
+            [
+                Query(
+                    "sum by (resource, cause) (increase("
+                    f"{sel(f.WATCH_RESTARTS_TOTAL.name, CLUSTER)}[$__rate_interval]))",
+                    "{{resource}}: {{cause}}",
+                )
+            ],
+            width=8,
+            bars=True,
+        )
+    )
+    dash.with_panel(
+        graph(
+            "Objects in the store",
+            "Kubernetes objects the exporter holds, by resource.",
+            "short",
+            [
+                Query(
+                    f"max by (resource) ({sel(f.OBJECTS.name, CLUSTER)})",
+                    "{{resource}}",
+                )
+            ],
+            width=8,
+        )
+    )
+    dash.with_panel(
+        graph(
+            "Invalid objects",
+            "Objects the exporter could not decode and skipped, by resource.",
+            "short",
+            [
+                Query(
+                    "sum by (resource) (increase("
+                    f"{sel(f.INVALID_OBJECTS_TOTAL.name, CLUSTER)}[$__rate_interval]))",
+                    "{{resource}}",
+                )
+            ],
+            width=8,
+            bars=True,
+        )
+    )
+    dash.with_panel(
+        graph(
+            "Watch events",
+            "Events the exporter's watches received, by resource and event type.",
+            "short",
+            [
+                Query(
+                    "sum by (resource, type) (increase("
+                    f"{sel(f.WATCH_EVENTS_TOTAL.name, CLUSTER)}[$__rate_interval]))",
+                    "{{resource}}: {{type}}",
+                )
+            ],
+            width=16,
+            bars=True,
+        )
+    )
+    dash.with_panel(
+        single(
+            "Exporter versions",
+            "Running exporter processes by version.",
+            "short",
+            [
+                Query(
+                    f"count by (version) ({sel(f.BUILD_INFO.name, CLUSTER)})",
+                    "{{version}}",
+                )
+            ],
+            width=8,
+            height=8,
+        )
+    )
+
+
+def overview() -> dashboard_builders.Dashboard:
+    """Cluster-wide view: node info, zone shares, Services by state, what needs attention."""
+    dash = new_dashboard(
+        OVERVIEW_UID,
+        "Topology hints / Overview",
+        "Whether topology-aware routing works in the cluster, and which Services need attention.",
+    )
+    dash.with_variable(datasource_variable()).with_variable(cluster_variable())
+    dash.with_variable(namespace_variable(multi=True))
+
+    _cluster_row(dash)
+    _services_row(dash)
+    _needs_attention_row(dash)
+    _exporter_row(dash)
+    return dash
