@@ -558,3 +558,82 @@ def what_if(cluster: Cluster, steps: Sequence[ScenarioStep]) -> WhatIf:
         if key in after_outcomes
     ]
     return WhatIf(tuple(steps), before, after, tuple(changes))
+
+
+# -- zone loss ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ZoneLossView:
+    """The cluster as it would be without one zone: computed once, shared by every Service."""
+
+    zone: str
+    # Nodes that go with the zone.
+    removed_nodes: frozenset[str]
+    nodes: ReadyNodes
+    feasibility: Feasibility
+
+
+def zone_loss_views(nodes: Sequence[Node]) -> tuple[ZoneLossView, ...]:
+    """One view per zone label of the cluster's Nodes, in zone order."""
+    zones = sorted({node.zone for node in nodes if node.zone})
+    views = []
+    for zone in zones:
+        kept = [node for node in nodes if node.zone != zone]
+        views.append(
+            ZoneLossView(
+                zone=zone,
+                removed_nodes=frozenset(node.name for node in nodes if node.zone == zone),
+                nodes=ready_nodes(kept),
+                feasibility=Feasibility(cluster_capacity(kept)),
+            )
+        )
+    return tuple(views)
+
+
+def _survives(view: ZoneLossView) -> Callable[[Endpoint], bool]:
+    return lambda endpoint: (
+        not (endpoint.zone == view.zone or endpoint.node_name in view.removed_nodes)
+    )
+
+
+def loses_hints_without(outcome: Outcome, view: ZoneLossView) -> bool:
+    """Whether the entry's change under lose-zone is `loses-hints`.
+
+    An enabled `auto` entry is judged from the count alone, through the shared memo: with
+    every counted endpoint zoned (check 5 passed), losing a zone changes only N and the
+    ratios, and while hints stay enabled every remaining zone keeps a hinted endpoint, so
+    the converged routing stays local. Other entries that route locally today are
+    re-evaluated on their own slices without the zone.
+    """
+    verdict = outcome.verdict
+    if verdict.mechanism is Mechanism.AUTO and outcome.enabled:
+        survives = _survives(view)
+        remaining = sum(1 for e in counted_endpoints(outcome.slices) if survives(e))
+        return not view.feasibility.feasible(remaining)
+    if not outcome.local:
+        # Neither enabled auto nor local: there is nothing to lose.
+        return False
+    slices = _without_endpoints(outcome.slices, _survives_not(view))
+    after = service_outcomes(verdict.service, slices, view.feasibility.capacity, view.nodes)
+    same_type = [o for o in after if o.verdict.address_type == verdict.address_type]
+    return any(classify(outcome, o) is Change.LOSES_HINTS for o in same_type)
+
+
+def _survives_not(view: ZoneLossView) -> Callable[[Endpoint], bool]:
+    survives = _survives(view)
+    return lambda endpoint: not survives(endpoint)
+
+
+def zones_losing_hints(outcome: Outcome, views: Sequence[ZoneLossView]) -> frozenset[str]:
+    """The zones whose loss would take this entry's hints away."""
+    return frozenset(view.zone for view in views if loses_hints_without(outcome, view))
+
+
+def zone_loss(outcomes: Iterable[Outcome], views: Sequence[ZoneLossView]) -> dict[str, int]:
+    """Per zone, how many of these entries would lose hints if the zone were lost."""
+    counts = dict.fromkeys((view.zone for view in views), 0)
+    for outcome in outcomes:
+        for zone in zones_losing_hints(outcome, views):
+            counts[zone] += 1
+    return counts

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -18,10 +19,15 @@ from exporter.engine.whatif import (
     Scale,
     ScenarioError,
     apply_scenario,
+    cluster_outcome,
     endpoint_margin,
     rollout_refused_counts,
     what_if,
+    zone_loss,
+    zone_loss_views,
 )
+from exporter.snapshot import load_snapshot
+from tests.conftest import CONFORMANCE_DIR, EXAMPLES_DIR
 from tests.engine.builders import (
     auto_service,
     capacity,
@@ -243,3 +249,21 @@ def test_a_scale_reuses_the_other_services_outcomes() -> None:
     result = what_if(Cluster(nodes, (auto_service(), other), slices), [Scale("default", "web", 7)])
     before = result.before.by_service[("default", "other")]
     assert result.after.by_service[("default", "other")] is before
+
+
+def _clusters() -> list[Path]:
+    return sorted([*EXAMPLES_DIR.glob("*.json"), *CONFORMANCE_DIR.glob("*.snapshot.json")])
+
+
+@pytest.mark.parametrize("path", _clusters(), ids=lambda path: path.name.split(".")[0])
+def test_zone_loss_agrees_with_each_lose_zone_scenario(path: Path) -> None:
+    """The shared fast path counts exactly the entries a full lose-zone scenario loses."""
+    snapshot = load_snapshot(str(path))
+    cluster = Cluster(snapshot.nodes, snapshot.services, snapshot.endpoint_slices)
+    views = zone_loss_views(cluster.nodes)
+    before = cluster_outcome(cluster)
+    counts = zone_loss(before.outcomes.values(), views)
+    for view in views:
+        result = what_if(cluster, [LoseZone(view.zone)])
+        losing = sum(1 for change in result.changes if change.change is Change.LOSES_HINTS)
+        assert counts[view.zone] == losing, view.zone
