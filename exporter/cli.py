@@ -17,6 +17,7 @@ from exporter.runtime import tune_garbage_collector
 from exporter.snapshot import DEFAULT_MAX_INPUT_BYTES, SnapshotError, load_snapshot
 
 if TYPE_CHECKING:
+    from exporter.engine.whatif import ScenarioStep
     from exporter.serve import ServeOptions
 
 # `serve` and its sources (the `kubernetes` client, prometheus_client) are imported by the
@@ -85,8 +86,75 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="colour the verdicts: auto (only on a terminal), always or never",
     )
+    _add_what_if_parser(commands)
     _add_serve_parser(commands)
     return parser
+
+
+class _ScenarioStepAction(argparse.Action):
+    """Collects --lose-zone, --lose-node and --scale into one list, in the order given."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,  # noqa: ARG002 - argparse's signature
+        namespace: argparse.Namespace,
+        values: str | Sequence[object] | None,
+        option_string: str | None = None,  # noqa: ARG002 - argparse's signature
+    ) -> None:
+        # A fresh list: argparse shares the default between parses.
+        namespace.steps = [*(getattr(namespace, "steps", None) or []), (self.dest, values)]
+
+
+def _add_what_if_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    what_if = commands.add_parser(
+        "what-if",
+        help="what a drain, a zone failure, a scale or a rollout would do to the hints",
+        description="Apply a scenario to a snapshot and print the Services whose hints it "
+        "changes. Exit status: 0 when no Service loses hints and no rollout passes a refused "
+        "count, 1 when one does (gate a drain or a rollout on it), 2 on bad input.",
+    )
+    _add_snapshot_argument(what_if, required=True)
+    what_if.add_argument(
+        "--lose-zone",
+        dest="lose-zone",
+        metavar="ZONE",
+        action=_ScenarioStepAction,
+        help="every node of the zone goes, with the endpoints on them or in the zone",
+    )
+    what_if.add_argument(
+        "--lose-node",
+        dest="lose-node",
+        metavar="NAME",
+        action=_ScenarioStepAction,
+        help="the node goes, with the endpoints on it (repeat for a pool or a drain)",
+    )
+    what_if.add_argument(
+        "--scale",
+        dest="scale",
+        metavar="NAMESPACE/NAME=N",
+        action=_ScenarioStepAction,
+        help="set the Service's ready endpoints to N (repeatable; steps apply in order)",
+    )
+    what_if.add_argument(
+        "--rollout",
+        metavar="NAMESPACE/NAME",
+        help="check a rolling update of this Service's workload after the steps",
+    )
+    what_if.add_argument(
+        "--max-surge", metavar="S", help="the rollout's maxSurge: a count or a percentage (25%%)"
+    )
+    what_if.add_argument(
+        "--max-unavailable",
+        metavar="U",
+        help="the rollout's maxUnavailable: a count or a percentage (25%%)",
+    )
+    what_if.add_argument(
+        "--all", action="store_true", help="also print the Services that do not change"
+    )
+    what_if.add_argument(
+        "--output", "-o", choices=("text", "json"), default="text", help="text (default) or json"
+    )
+    what_if.set_defaults(steps=[])
 
 
 def _add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -236,6 +304,52 @@ def _run_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_what_if(args: argparse.Namespace) -> int:
+    from exporter import whatif_report as report  # noqa: PLC0415
+    from exporter.engine import whatif  # noqa: PLC0415
+    from exporter.explain import ExplainOptions  # noqa: PLC0415
+
+    if (args.max_surge or args.max_unavailable) and not args.rollout:
+        raise CommandError("--max-surge and --max-unavailable describe a --rollout")
+    snapshot = load_snapshot(args.snapshot, args.max_input_bytes)
+    cluster = whatif.Cluster(snapshot.nodes, snapshot.services, snapshot.endpoint_slices)
+    try:
+        steps = [_scenario_step(kind, value) for kind, value in args.steps]
+        result = whatif.what_if(cluster, steps)
+        requests = []
+        if args.rollout:
+            namespace, name = report.parse_service_name(args.rollout)
+            requests.append(
+                report.RolloutRequest(
+                    namespace,
+                    name,
+                    args.max_surge or report.DEFAULT_MAX_SURGE,
+                    args.max_unavailable or report.DEFAULT_MAX_UNAVAILABLE,
+                )
+            )
+        rollouts = report.answer_rollouts(result, requests)
+    except whatif.ScenarioError as error:
+        raise CommandError(str(error)) from None
+    if args.output == "json":
+        _print_json(report.what_if_document(result, rollouts, show_all=args.all))
+    else:
+        sys.stdout.write(
+            report.what_if_text(result, rollouts, ExplainOptions(color=False), show_all=args.all)
+        )
+    return report.exit_status(result, rollouts)
+
+
+def _scenario_step(kind: str, value: str) -> ScenarioStep:
+    from exporter import whatif_report as report  # noqa: PLC0415
+    from exporter.engine import whatif  # noqa: PLC0415
+
+    if kind == "lose-zone":
+        return whatif.LoseZone(value)
+    if kind == "lose-node":
+        return whatif.LoseNodes((value,))
+    return report.parse_scale(value)
+
+
 def _print_json(document: object) -> None:
     # msgspec's encoder: the stdlib's indenting encoder is pure Python and takes seconds
     # on a 10,000-Service document.
@@ -246,7 +360,12 @@ def _print_json(document: object) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     tune_garbage_collector()
-    runners = {"evaluate": _run_evaluate, "explain": _run_explain, "serve": _run_serve}
+    runners = {
+        "evaluate": _run_evaluate,
+        "explain": _run_explain,
+        "what-if": _run_what_if,
+        "serve": _run_serve,
+    }
     try:
         return runners[args.command](args)
     except (SnapshotError, CommandError) as error:

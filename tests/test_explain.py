@@ -356,7 +356,7 @@ def subcommand_parsers() -> dict[str, argparse.ArgumentParser]:
     return dict(subparsers.choices)
 
 
-@pytest.mark.parametrize("command", ["evaluate", "explain", "serve"])
+@pytest.mark.parametrize("command", ["evaluate", "explain", "what-if", "serve"])
 def test_cli_doc_mentions_every_option(command: str) -> None:
     """docs/cli.md names every option, metavar and choice that each command accepts."""
     doc = CLI_DOC.read_text()
@@ -383,10 +383,11 @@ def quoted_outputs(doc: Path, marker: str) -> list[tuple[list[str], str, str]]:
 def test_cli_doc_examples_are_real_outputs() -> None:
     """The evaluate and explain examples in docs/cli.md are what the commands print today."""
     quoted = quoted_outputs(CLI_DOC, "output")
-    assert {args[0] for args, _, _ in quoted} == {"evaluate", "explain"}
+    assert {args[0] for args, _, _ in quoted} == {"evaluate", "explain", "what-if"}
     for args, language, block in quoted:
         completed = run(*args)
-        assert completed.returncode == 0, completed.stderr
+        # what-if's example is a drain that turns hints off: exit status 1 by design.
+        assert completed.returncode == (1 if args[0] == "what-if" else 0), completed.stderr
         if language == "json":
             assert json.loads(block) == json.loads(completed.stdout)
         else:

@@ -1,0 +1,639 @@
+"""Section 11: what-if scenarios, endpoint margins, rollout ranges and zone loss.
+
+A scenario changes the engine's inputs (lose a zone, lose nodes, scale a Service); the
+ordinary rules then run on the changed cluster. Answers concern the *expected* result,
+the state the controller converges to: observed hints are stale by definition after a
+change that has not happened, so the converged routing is computed from the hints the
+controller would write, not from the hints the slices carry today.
+
+Feasibility of an `auto` Service depends only on (zone ratios, N), so `Feasibility`
+memoises it per set of ratios: margins and zone loss for thousands of Services share
+the few counts they ask about.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from types import MappingProxyType
+
+from exporter.engine.allocation import NearestFeasible, refusal_reason
+from exporter.engine.capacity import ClusterCapacity, cluster_capacity
+from exporter.engine.evaluate import (
+    Evaluation,
+    ExpectedState,
+    ServiceVerdict,
+    ZoneVerdict,
+    counted_endpoints,
+    evaluate_service,
+    ready_nodes,
+    slices_by_service,
+)
+from exporter.engine.kubeproxy import ProxyMode, ProxyView, ReadyNodes, proxy_view
+from exporter.engine.mechanism import Mechanism
+from exporter.engine.model import Endpoint, EndpointSlice, Node, Service
+from exporter.engine.reasons import DisableReason
+
+# Above this many endpoints per zone every count is feasible: the minimums sum to at most
+# N/1.2 + zones, which is N or less once N >= 6 x zones.
+ALWAYS_FEASIBLE_PER_ZONE = 6
+# kube-proxy modes that keep a client's traffic on its node or in its zone.
+LOCAL_MODES = frozenset({ProxyMode.PREFER_SAME_NODE, ProxyMode.PREFER_SAME_ZONE, ProxyMode.LOCAL})
+
+
+class ScenarioError(ValueError):
+    """A scenario that names something the cluster does not have, or cannot be applied."""
+
+
+# -- the cluster a scenario changes ----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    """The engine's inputs, as a scenario sees them."""
+
+    nodes: tuple[Node, ...]
+    services: tuple[Service, ...]
+    slices: tuple[EndpointSlice, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LoseZone:
+    zone: str
+
+    def describe(self) -> dict[str, str]:
+        return {"lose-zone": self.zone}
+
+
+@dataclass(frozen=True, slots=True)
+class LoseNodes:
+    names: tuple[str, ...]
+
+    def describe(self) -> dict[str, str]:
+        return {"lose-node": ",".join(self.names)}
+
+
+@dataclass(frozen=True, slots=True)
+class Scale:
+    namespace: str
+    name: str
+    endpoints: int
+
+    def describe(self) -> dict[str, str]:
+        return {"scale": f"{self.namespace}/{self.name}={self.endpoints}"}
+
+
+ScenarioStep = LoseZone | LoseNodes | Scale
+
+
+def _without_endpoints(
+    slices: Iterable[EndpointSlice], gone: Callable[[Endpoint], bool]
+) -> tuple[EndpointSlice, ...]:
+    """The slices minus the endpoints `gone` selects; untouched slices keep their identity."""
+    kept: list[EndpointSlice] = []
+    for endpoint_slice in slices:
+        endpoints = tuple(e for e in endpoint_slice.endpoints if not gone(e))
+        if len(endpoints) != len(endpoint_slice.endpoints):
+            endpoint_slice = replace(endpoint_slice, endpoints=endpoints)  # noqa: PLW2901
+        kept.append(endpoint_slice)
+    return tuple(kept)
+
+
+def lose_zone(cluster: Cluster, zone: str) -> Cluster:
+    """Every Node of the zone goes, with every endpoint in the zone or on those Nodes."""
+    if not any(node.zone == zone for node in cluster.nodes):
+        known = sorted({node.zone for node in cluster.nodes if node.zone})
+        raise ScenarioError(f"no node has zone {zone!r} (zones: {', '.join(known) or 'none'})")
+    removed = {node.name for node in cluster.nodes if node.zone == zone}
+    return Cluster(
+        nodes=tuple(node for node in cluster.nodes if node.name not in removed),
+        services=cluster.services,
+        slices=_without_endpoints(
+            cluster.slices,
+            lambda endpoint: endpoint.zone == zone or endpoint.node_name in removed,
+        ),
+    )
+
+
+def lose_nodes(cluster: Cluster, names: Sequence[str]) -> Cluster:
+    """The Nodes go, with every endpoint whose nodeName names one of them."""
+    known = {node.name for node in cluster.nodes}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise ScenarioError(f"no such node: {', '.join(unknown)}")
+    removed = set(names)
+    return Cluster(
+        nodes=tuple(node for node in cluster.nodes if node.name not in removed),
+        services=cluster.services,
+        slices=_without_endpoints(cluster.slices, lambda endpoint: endpoint.node_name in removed),
+    )
+
+
+def _zone_key(endpoint: Endpoint) -> str:
+    return endpoint.zone or ""
+
+
+def _scale_down(slices: Sequence[EndpointSlice], target: int) -> tuple[EndpointSlice, ...]:
+    """Remove ready endpoints one at a time from the zone that has most (ties: first name)."""
+    counted = counted_endpoints(slices)
+    by_zone = Counter(_zone_key(endpoint) for endpoint in counted)
+    remove_per_zone: Counter[str] = Counter()
+    for _ in range(len(counted) - target):
+        zone = min(by_zone, key=lambda z: (-by_zone[z], z))
+        by_zone[zone] -= 1
+        remove_per_zone[zone] += 1
+    # Within a zone, the last endpoints in List order go first.
+    doomed: set[int] = set()
+    for endpoint in reversed(counted):
+        zone = _zone_key(endpoint)
+        if remove_per_zone[zone] > 0:
+            remove_per_zone[zone] -= 1
+            doomed.add(id(endpoint))
+    return _without_endpoints(slices, lambda endpoint: id(endpoint) in doomed)
+
+
+def _scale_up(
+    slices: Sequence[EndpointSlice], target: int, nodes: Sequence[Node], service: Service
+) -> tuple[EndpointSlice, ...]:
+    """Add ready endpoints one at a time to the zone with fewest (ties: first name)."""
+    nodes_by_zone: dict[str, list[str]] = {}
+    for node in nodes:
+        if node.ready and not node.control_plane and node.zone:
+            nodes_by_zone.setdefault(node.zone, []).append(node.name)
+    if not nodes_by_zone:
+        raise ScenarioError(
+            f"cannot scale {service.namespace}/{service.name} up: no Ready node has a zone"
+        )
+    counted = counted_endpoints(slices)
+    by_zone = Counter(dict.fromkeys(nodes_by_zone, 0))
+    by_zone.update(e.zone for e in counted if e.zone in nodes_by_zone)
+    added: list[Endpoint] = []
+    for index in range(target - len(counted)):
+        zone = min(by_zone, key=lambda z: (by_zone[z], z))
+        zone_nodes = sorted(nodes_by_zone[zone])
+        node_name = zone_nodes[by_zone[zone] % len(zone_nodes)]
+        by_zone[zone] += 1
+        added.append(
+            Endpoint(address=f"what-if-{index}", ready=True, zone=zone, node_name=node_name)
+        )
+    managed = next((i for i, s in enumerate(slices) if s.managed), None)
+    if managed is None:
+        template = slices[0]
+        extra = EndpointSlice(
+            namespace=template.namespace,
+            name=f"{template.name}-what-if",
+            service_name=template.service_name,
+            address_type=template.address_type,
+            managed=True,
+            endpoints=tuple(added),
+        )
+        return (*slices, extra)
+    grown = replace(slices[managed], endpoints=(*slices[managed].endpoints, *added))
+    return (*slices[:managed], grown, *slices[managed + 1 :])
+
+
+def scale(cluster: Cluster, namespace: str, name: str, endpoints: int) -> Cluster:
+    """Set the Service's N to `endpoints` for each of its address types."""
+    service = next((s for s in cluster.services if s.key == (namespace, name)), None)
+    if service is None:
+        raise ScenarioError(f"no such Service: {namespace}/{name}")
+    if endpoints < 0:
+        raise ScenarioError(f"cannot scale {namespace}/{name} to {endpoints} endpoints")
+    own = [s for s in cluster.slices if (s.namespace, s.service_name) == service.key]
+    if not own:
+        raise ScenarioError(f"Service {namespace}/{name} has no EndpointSlices to scale")
+    by_type: dict[str, list[EndpointSlice]] = {}
+    for endpoint_slice in own:
+        by_type.setdefault(endpoint_slice.address_type, []).append(endpoint_slice)
+    replaced: dict[str, tuple[EndpointSlice, ...]] = {}
+    for address_type, typed in by_type.items():
+        current = len(counted_endpoints(typed))
+        if endpoints < current:
+            replaced[address_type] = _scale_down(typed, endpoints)
+        elif endpoints > current:
+            replaced[address_type] = _scale_up(typed, endpoints, cluster.nodes, service)
+    if not replaced:
+        return cluster
+    others = tuple(
+        s
+        for s in cluster.slices
+        if not ((s.namespace, s.service_name) == service.key and s.address_type in replaced)
+    )
+    return replace(cluster, slices=others + tuple(s for typed in replaced.values() for s in typed))
+
+
+def apply_step(cluster: Cluster, step: ScenarioStep) -> Cluster:
+    match step:
+        case LoseZone(zone):
+            return lose_zone(cluster, zone)
+        case LoseNodes(names):
+            return lose_nodes(cluster, names)
+        case Scale(namespace, name, endpoints):
+            return scale(cluster, namespace, name, endpoints)
+
+
+def apply_scenario(cluster: Cluster, steps: Iterable[ScenarioStep]) -> Cluster:
+    """The cluster after every step, applied in the order given."""
+    for step in steps:
+        cluster = apply_step(cluster, step)
+    return cluster
+
+
+# -- feasibility, margins and rollouts -------------------------------------------------------
+
+
+class Feasibility:
+    """Checks 1-4 of the allocation for one set of zone ratios, memoised per count.
+
+    The memo is a value, not a global: it lives as long as the capacity it was made for.
+    """
+
+    __slots__ = ("_capacity", "_memo")
+
+    def __init__(self, capacity: ClusterCapacity) -> None:
+        self._capacity = capacity
+        self._memo: dict[int, DisableReason | None] = {}
+
+    @property
+    def capacity(self) -> ClusterCapacity:
+        return self._capacity
+
+    def reason(self, endpoints: int) -> DisableReason | None:
+        try:
+            return self._memo[endpoints]
+        except KeyError:
+            reason = refusal_reason(self._capacity, endpoints)
+            self._memo[endpoints] = reason
+            return reason
+
+    def feasible(self, endpoints: int) -> bool:
+        return self.reason(endpoints) is None
+
+    def always_feasible_from(self) -> int:
+        return ALWAYS_FEASIBLE_PER_ZONE * len(self._capacity.zone_ratios)
+
+    def nearest(self, endpoints: int) -> NearestFeasible:
+        """The same answer as allocation.nearest_feasible, through the memo."""
+        if not self._capacity.sufficient:
+            return NearestFeasible(None, None)
+        below = next((n for n in range(endpoints - 1, 0, -1) if self.feasible(n)), None)
+        above = next(
+            (n for n in range(endpoints + 1, 10 * endpoints + 11) if self.feasible(n)), None
+        )
+        return NearestFeasible(below, above)
+
+
+@dataclass(frozen=True, slots=True)
+class Margin:
+    """How many endpoints may go (down) or come (up), one at a time, before hints drop."""
+
+    down: int
+    # math.inf when no refused count lies above today's.
+    up: float
+
+
+def endpoint_margin(verdict: ServiceVerdict, feasibility: Feasibility) -> Margin | None:
+    """Only an `auto` Service whose hints are enabled has a margin."""
+    if verdict.mechanism is not Mechanism.AUTO or verdict.expected_state is not (
+        ExpectedState.ENABLED
+    ):
+        return None
+    count = verdict.ready_endpoints
+    down = 0
+    while count - down - 1 >= 0 and feasibility.feasible(count - down - 1):
+        down += 1
+    bound = feasibility.always_feasible_from()
+    up: float = math.inf
+    for candidate in range(count + 1, bound + 1):
+        if not feasibility.feasible(candidate):
+            up = candidate - 1 - count
+            break
+    return Margin(down=down, up=up)
+
+
+def every_counted_endpoint_has_zone(verdict: ServiceVerdict) -> bool:
+    return sum(verdict.zone_endpoints.values()) == verdict.ready_endpoints
+
+
+def rollout_refused_counts(
+    verdict: ServiceVerdict, feasibility: Feasibility, max_surge: int, max_unavailable: int
+) -> tuple[int, ...]:
+    """The ready counts from N-U to N+S whose expected state is disabled."""
+    if verdict.mechanism is not Mechanism.AUTO:
+        # traffic-distribution never refuses by count; `none` has nothing to refuse.
+        return ()
+    count = verdict.ready_endpoints
+    zoned = every_counted_endpoint_has_zone(verdict)
+    return tuple(
+        n
+        for n in range(max(count - max_unavailable, 0), count + max_surge + 1)
+        if not feasibility.feasible(n) or not zoned
+    )
+
+
+# -- the converged result --------------------------------------------------------------------
+
+
+def _converged_slice(endpoint_slice: EndpointSlice, verdict: ServiceVerdict) -> EndpointSlice:
+    """A managed slice with the hints the controller converges to for this verdict."""
+    mechanism = verdict.mechanism
+    enabled = verdict.expected_state is ExpectedState.ENABLED
+    endpoints = []
+    for endpoint in endpoint_slice.endpoints:
+        if mechanism is Mechanism.AUTO and enabled:
+            # Not-ready endpoints never carry hints under auto.
+            zones = (endpoint.zone,) if endpoint.ready is True and endpoint.zone else ()
+            endpoint = replace(endpoint, zone_hints=zones, node_hints=())  # noqa: PLW2901
+        elif mechanism is Mechanism.TRAFFIC_DISTRIBUTION:
+            if endpoint.ready is True:
+                same_node = verdict.service.traffic_distribution == "PreferSameNode"
+                endpoint = replace(  # noqa: PLW2901
+                    endpoint,
+                    zone_hints=(endpoint.zone,) if endpoint.zone is not None else (),
+                    node_hints=(endpoint.node_name,) if same_node and endpoint.node_name else (),
+                )
+        else:
+            endpoint = replace(endpoint, zone_hints=(), node_hints=())  # noqa: PLW2901
+        endpoints.append(endpoint)
+    return replace(endpoint_slice, endpoints=tuple(endpoints))
+
+
+def converged_slices(
+    verdict: ServiceVerdict, slices: Sequence[EndpointSlice]
+) -> tuple[EndpointSlice, ...]:
+    """The Service's slices once the controller has written the expected hints.
+
+    Under `auto` the controller also moves hints into zones short of their minimum; every
+    zone with a ratio gets at least one, which is all kube-proxy's mode depends on.
+    """
+    converged = [_converged_slice(s, verdict) if s.managed else s for s in slices]
+    if verdict.mechanism is Mechanism.AUTO and verdict.expected_state is ExpectedState.ENABLED:
+        hinted = {zone for s in converged for e in s.endpoints for zone in e.zone_hints}
+        missing = tuple(
+            zone for zone in verdict.zones if zone not in hinted and _has_ratio(verdict.zones[zone])
+        )
+        if missing:
+            converged = _add_hints(converged, missing)
+    return tuple(converged)
+
+
+def _has_ratio(zone: ZoneVerdict) -> bool:
+    return zone.ratio is not None
+
+
+def _add_hints(slices: list[EndpointSlice], zones: tuple[str, ...]) -> list[EndpointSlice]:
+    """Hint the first hinted endpoint for the zones that got none (the controller's moves)."""
+    for index, endpoint_slice in enumerate(slices):
+        for position, endpoint in enumerate(endpoint_slice.endpoints):
+            if endpoint_slice.managed and endpoint.zone_hints:
+                moved = replace(endpoint, zone_hints=(*endpoint.zone_hints, *zones))
+                endpoints = (
+                    *endpoint_slice.endpoints[:position],
+                    moved,
+                    *endpoint_slice.endpoints[position + 1 :],
+                )
+                slices[index] = replace(endpoint_slice, endpoints=endpoints)
+                return slices
+    return slices
+
+
+def converged_proxy_view(
+    verdict: ServiceVerdict, slices: Sequence[EndpointSlice], nodes: ReadyNodes
+) -> ProxyView:
+    """Section 5's kube-proxy modes once the controller has converged."""
+    return proxy_view(
+        verdict.service, verdict.address_type, converged_slices(verdict, slices), nodes
+    )
+
+
+def routes_locally(view: ProxyView) -> bool:
+    """Some client keeps its traffic on its node or in its zone."""
+    return bool(view.same_node) or any(mode in LOCAL_MODES for mode in view.by_zone.values())
+
+
+# -- before and after ------------------------------------------------------------------------
+
+
+class Change(StrEnum):
+    LOSES_HINTS = "loses-hints"
+    GAINS_HINTS = "gains-hints"
+    REASON_CHANGED = "reason-changed"
+    UNCHANGED = "unchanged"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One entry's expected result, on one side of a scenario."""
+
+    verdict: ServiceVerdict
+    # The entry's slices as they were evaluated (their identity tells what changed).
+    slices: tuple[EndpointSlice, ...]
+    converged: ProxyView
+
+    @property
+    def enabled(self) -> bool:
+        return self.verdict.expected_state is ExpectedState.ENABLED
+
+    @property
+    def local(self) -> bool:
+        return routes_locally(self.converged)
+
+
+@dataclass(frozen=True, slots=True)
+class EntryChange:
+    key: tuple[str, str, str]
+    change: Change
+    before: Outcome
+    after: Outcome
+
+
+def classify(before: Outcome, after: Outcome) -> Change:
+    """The state decides first; with no state flip, the converged routing does."""
+    was, now = before.verdict.expected_state, after.verdict.expected_state
+    states = {ExpectedState.ENABLED, ExpectedState.DISABLED}
+    if was in states and now in states and was is not now:
+        return Change.GAINS_HINTS if now is ExpectedState.ENABLED else Change.LOSES_HINTS
+    if was is ExpectedState.DISABLED and now is ExpectedState.DISABLED:
+        same = before.verdict.reason == after.verdict.reason
+        return Change.UNCHANGED if same else Change.REASON_CHANGED
+    if before.local != after.local:
+        return Change.GAINS_HINTS if after.local else Change.LOSES_HINTS
+    return Change.UNCHANGED
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterOutcome:
+    evaluation: Evaluation
+    # Per Service, its entries (one per address type) in address-type order.
+    by_service: Mapping[tuple[str, str], tuple[Outcome, ...]]
+
+    @property
+    def outcomes(self) -> dict[tuple[str, str, str], Outcome]:
+        return {o.verdict.key: o for own in self.by_service.values() for o in own}
+
+
+def service_outcomes(
+    service: Service,
+    slices: Sequence[EndpointSlice],
+    capacity: ClusterCapacity,
+    nodes: ReadyNodes,
+) -> tuple[Outcome, ...]:
+    """The Service's verdicts with their converged routing, one per address type."""
+    by_type: dict[str, list[EndpointSlice]] = {}
+    for endpoint_slice in slices:
+        by_type.setdefault(endpoint_slice.address_type, []).append(endpoint_slice)
+    return tuple(
+        Outcome(
+            verdict,
+            tuple(by_type[verdict.address_type]),
+            converged_proxy_view(verdict, by_type[verdict.address_type], nodes),
+        )
+        for verdict in evaluate_service(service, slices, capacity, nodes)
+    )
+
+
+def _unchanged_slices(earlier: tuple[Outcome, ...], own: Sequence[EndpointSlice]) -> bool:
+    before = [endpoint_slice for outcome in earlier for endpoint_slice in outcome.slices]
+    return len(before) == len(own) and {id(s) for s in before} == {id(s) for s in own}
+
+
+def cluster_outcome(cluster: Cluster, reuse: ClusterOutcome | None = None) -> ClusterOutcome:
+    """Evaluate a cluster and its converged routing.
+
+    With `reuse`, a Service whose slices are the same objects, in a cluster whose capacity
+    and Ready nodes did not change, keeps its earlier outcome: scaling one Service
+    re-evaluates one Service.
+    """
+    capacity = cluster_capacity(cluster.nodes)
+    nodes = ready_nodes(cluster.nodes)
+    reusable = (
+        reuse.by_service
+        if reuse is not None
+        and reuse.evaluation.capacity == capacity
+        and reuse.evaluation.nodes == nodes
+        else {}
+    )
+    grouped = slices_by_service(cluster.slices)
+    by_service: dict[tuple[str, str], tuple[Outcome, ...]] = {}
+    for service in cluster.services:
+        own = grouped.get(service.key)
+        if own is None:
+            continue
+        earlier = reusable.get(service.key)
+        if (
+            earlier is not None
+            and earlier[0].verdict.service is service
+            and (_unchanged_slices(earlier, own))
+        ):
+            by_service[service.key] = earlier
+        else:
+            by_service[service.key] = service_outcomes(service, own, capacity, nodes)
+    verdicts = sorted(
+        (outcome.verdict for own in by_service.values() for outcome in own),
+        key=lambda verdict: verdict.key,
+    )
+    evaluation = Evaluation(capacity=capacity, nodes=nodes, services=tuple(verdicts))
+    return ClusterOutcome(evaluation, MappingProxyType(by_service))
+
+
+@dataclass(frozen=True, slots=True)
+class WhatIf:
+    steps: tuple[ScenarioStep, ...]
+    before: ClusterOutcome
+    after: ClusterOutcome
+    changes: tuple[EntryChange, ...]
+
+
+def what_if(cluster: Cluster, steps: Sequence[ScenarioStep]) -> WhatIf:
+    """Every entry before and after the scenario, with how it changes."""
+    before = cluster_outcome(cluster)
+    after = cluster_outcome(apply_scenario(cluster, steps), reuse=before)
+    after_outcomes = after.outcomes
+    changes = [
+        EntryChange(key, classify(outcome, after_outcomes[key]), outcome, after_outcomes[key])
+        for key, outcome in sorted(before.outcomes.items())
+        if key in after_outcomes
+    ]
+    return WhatIf(tuple(steps), before, after, tuple(changes))
+
+
+# -- zone loss ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ZoneLossView:
+    """The cluster as it would be without one zone: computed once, shared by every Service."""
+
+    zone: str
+    # Nodes that go with the zone.
+    removed_nodes: frozenset[str]
+    nodes: ReadyNodes
+    feasibility: Feasibility
+
+
+def zone_loss_views(nodes: Sequence[Node]) -> tuple[ZoneLossView, ...]:
+    """One view per zone label of the cluster's Nodes, in zone order."""
+    zones = sorted({node.zone for node in nodes if node.zone})
+    views = []
+    for zone in zones:
+        kept = [node for node in nodes if node.zone != zone]
+        views.append(
+            ZoneLossView(
+                zone=zone,
+                removed_nodes=frozenset(node.name for node in nodes if node.zone == zone),
+                nodes=ready_nodes(kept),
+                feasibility=Feasibility(cluster_capacity(kept)),
+            )
+        )
+    return tuple(views)
+
+
+def _survives(view: ZoneLossView) -> Callable[[Endpoint], bool]:
+    return lambda endpoint: (
+        not (endpoint.zone == view.zone or endpoint.node_name in view.removed_nodes)
+    )
+
+
+def loses_hints_without(outcome: Outcome, view: ZoneLossView) -> bool:
+    """Whether the entry's change under lose-zone is `loses-hints`.
+
+    An enabled `auto` entry is judged from the count alone, through the shared memo: with
+    every counted endpoint zoned (check 5 passed), losing a zone changes only N and the
+    ratios, and while hints stay enabled every remaining zone keeps a hinted endpoint, so
+    the converged routing stays local. Other entries that route locally today are
+    re-evaluated on their own slices without the zone.
+    """
+    verdict = outcome.verdict
+    if verdict.mechanism is Mechanism.AUTO and outcome.enabled:
+        survives = _survives(view)
+        remaining = sum(1 for e in counted_endpoints(outcome.slices) if survives(e))
+        return not view.feasibility.feasible(remaining)
+    if not outcome.local:
+        # Neither enabled auto nor local: there is nothing to lose.
+        return False
+    slices = _without_endpoints(outcome.slices, _survives_not(view))
+    after = service_outcomes(verdict.service, slices, view.feasibility.capacity, view.nodes)
+    same_type = [o for o in after if o.verdict.address_type == verdict.address_type]
+    return any(classify(outcome, o) is Change.LOSES_HINTS for o in same_type)
+
+
+def _survives_not(view: ZoneLossView) -> Callable[[Endpoint], bool]:
+    survives = _survives(view)
+    return lambda endpoint: not survives(endpoint)
+
+
+def zones_losing_hints(outcome: Outcome, views: Sequence[ZoneLossView]) -> frozenset[str]:
+    """The zones whose loss would take this entry's hints away."""
+    return frozenset(view.zone for view in views if loses_hints_without(outcome, view))
+
+
+def zone_loss(outcomes: Iterable[Outcome], views: Sequence[ZoneLossView]) -> dict[str, int]:
+    """Per zone, how many of these entries would lose hints if the zone were lost."""
+    counts = dict.fromkeys((view.zone for view in views), 0)
+    for outcome in outcomes:
+        for zone in zones_losing_hints(outcome, views):
+            counts[zone] += 1
+    return counts
