@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import http.client
 import json
 import resource
@@ -131,8 +132,8 @@ def probe_ok(served: Served) -> None:
 
 def latencies(served: Served, count: int) -> list[float]:
     """Alternating scrapes and probes, each on a new connection."""
-    calls = (scrape_ok, probe_ok)
-    return [timed(lambda call=calls[index % 2]: call(served)) for index in range(count)]
+    calls: tuple[Callable[[Served], None], ...] = (scrape_ok, probe_ok)
+    return [timed(functools.partial(calls[index % 2], served)) for index in range(count)]
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:

@@ -12,8 +12,8 @@ import ssl
 import sys
 import threading
 from collections.abc import Iterator
-from typing import Self
 from pathlib import Path
+from typing import Self
 
 import pytest
 
