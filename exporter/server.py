@@ -348,9 +348,15 @@ class MetricsServer:
         host, port = parse_listen_address(address)
         host = host or "0.0.0.0"  # noqa: S104 - ":PORT" means every interface, as Go exporters do
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self._listener = socket.create_server(
-            (host, port), family=family, backlog=self._limits.backlog
-        )
+        self._listener = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            # A restarted exporter may bind while old connections linger in TIME_WAIT.
+            self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self._listener.bind((host, port))
+            self._listener.listen(self._limits.backlog)
+        except OSError:
+            self._listener.close()
+            raise
         self._listener.setblocking(False)  # noqa: FBT003 - the stdlib's signature
         self._address = self._listener.getsockname()
         self._loop = asyncio.new_event_loop()

@@ -87,10 +87,11 @@ class TlsSettings:
         context.minimum_version = self.min_version
         if self.max_version is not None:
             context.maximum_version = self.max_version
+        for name in (self.cert_file, self.key_file, self.client_ca_file):
+            if name is not None and not Path(name).is_file():
+                raise WebConfigError(f"cannot read {name}: no such file")
         try:
             context.load_cert_chain(self.cert_file, self.key_file)
-        except FileNotFoundError as error:
-            raise WebConfigError(f"cannot read {error.filename}: no such file") from None
         except (ssl.SSLError, OSError):
             raise WebConfigError(
                 f"cannot load the TLS certificate {self.cert_file} with key {self.key_file}: "
@@ -99,8 +100,6 @@ class TlsSettings:
         if self.client_ca_file is not None:
             try:
                 context.load_verify_locations(cafile=self.client_ca_file)
-            except FileNotFoundError:
-                raise WebConfigError(f"cannot read {self.client_ca_file}: no such file") from None
             except (ssl.SSLError, OSError):
                 raise WebConfigError(
                     f"cannot load client CA {self.client_ca_file}: not a PEM certificate"
