@@ -499,6 +499,11 @@ class MetricsServer:
             # room: nothing to tell anyone (mTLS refusals are the client's to see).
             if transport is not None:
                 transport.abort()
+        except Exception:
+            # A bug here must cost one connection, never the server or a file descriptor.
+            logger.exception("connection failed")
+            if transport is not None:
+                transport.abort()
         finally:
             self._connections.pop(connection, None)
             if transport is None:
