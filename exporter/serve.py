@@ -195,7 +195,7 @@ class Exporter:
         if self._ready.is_set():
             if not troubled:
                 return True, "ready"
-            return True, "ready, but some data is not current:\n" + "\n".join(troubled)
+            return True, "ready, but some data cannot be read:\n" + "\n".join(troubled)
         listing = [
             informer.spec.resource
             for informer in self.informers

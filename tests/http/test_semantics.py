@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import pytest
@@ -224,3 +225,68 @@ def test_route_table_serves_exact_paths_and_prefixes() -> None:
     assert route(routes, "/api/v1/services/a/b") is app
     assert route(routes, "/api/v2") is None
     assert route(routes, "/metricsx") is None
+
+
+@contextmanager
+def in_process(limits: HttpLimits) -> Iterator[Served]:
+    """An in-process server with the given limits, to see them act within a test's time."""
+
+    def hello(_environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"hello\n"]
+
+    server = MetricsServer(make_app({"/": hello}), "127.0.0.1:0", limits=limits)
+    server.start()
+    try:
+        yield Served("127.0.0.1", server.port, None, process=None)
+    finally:
+        server.stop()
+
+
+def test_a_slow_request_head_gets_408_and_the_connection_closes() -> None:
+    with (
+        in_process(HttpLimits(request_timeout=0.5)) as served,
+        socket.create_connection((served.host, served.port), timeout=10) as sock,
+    ):
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: a\r\nX-Slow: ")
+        sock.settimeout(0.1)
+        response = b""
+        for _ in range(50):  # 5 s at most; the server gives up after 0.5 s
+            try:
+                sock.sendall(b"a")
+                response = sock.recv(1024)
+            except TimeoutError:
+                continue
+            except OSError:
+                break
+            break
+    assert status_of(response) == 408
+
+
+def test_a_silent_connection_is_closed_after_the_request_timeout() -> None:
+    with (
+        in_process(HttpLimits(request_timeout=0.5)) as served,
+        socket.create_connection((served.host, served.port), timeout=5) as sock,
+    ):
+        assert sock.recv(1) == b""  # closed without a word, well before the 5 s timeout
+
+
+def test_idle_connections_beyond_the_bound_give_way_to_new_clients() -> None:
+    """40 silent connections against a bound of 16: the oldest are closed, requests served."""
+    with in_process(HttpLimits(max_connections=16)) as served:
+        idle = [socket.create_connection((served.host, served.port)) for _ in range(40)]
+        try:
+            for _ in range(3):
+                status, _, body = served.get("/")
+                assert (status, body) == (200, b"hello\n")
+            closed = 0
+            for sock in idle:
+                sock.settimeout(0.2)  # the evicted ones have their EOF already
+                try:
+                    closed += sock.recv(1) == b""
+                except TimeoutError:
+                    continue
+        finally:
+            for sock in idle:
+                sock.close()
+    assert closed >= 40 - 16
