@@ -278,10 +278,13 @@ class _Response:
 class _Connection:
     """One client; `waiting` while the server waits for it (and may close it for another)."""
 
-    __slots__ = ("peer", "task", "waiting")
+    __slots__ = ("peer", "sock", "started", "task", "waiting")
 
-    def __init__(self, peer: tuple[str, int]) -> None:
+    def __init__(self, peer: tuple[str, int], sock: socket.socket) -> None:
         self.peer = peer
+        # The accepted socket, until its task runs and hands it to a transport.
+        self.sock = sock
+        self.started = False
         self.task: asyncio.Task[None] | None = None
         self.waiting = True
 
@@ -440,7 +443,7 @@ class MetricsServer:
                 continue
             sock.setblocking(False)  # noqa: FBT003
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            connection = _Connection(peer)
+            connection = _Connection(peer, sock)
             self._connections[connection] = None
             connection.task = self._loop.create_task(self._serve(connection, sock))
 
@@ -465,6 +468,11 @@ class MetricsServer:
             if connection.waiting and connection.task is not None:
                 del self._connections[connection]
                 connection.task.cancel()
+                if not connection.started:
+                    # A task cancelled before its first step never runs its `finally`, and
+                    # the socket would wait for the cycle collector: close it now.
+                    connection.sock.close()
+                connection.task = None
                 return True
         return False
 
@@ -479,6 +487,7 @@ class MetricsServer:
 
     async def _serve(self, connection: _Connection, sock: socket.socket) -> None:
         transport: asyncio.Transport | None = None
+        connection.started = True
         try:
             reader = asyncio.StreamReader(limit=_READ_SIZE, loop=self._loop)
             protocol = asyncio.StreamReaderProtocol(reader, loop=self._loop)
@@ -506,6 +515,8 @@ class MetricsServer:
                 transport.abort()
         finally:
             self._connections.pop(connection, None)
+            # No cycle through the task's traceback keeps the connection (and its socket).
+            connection.task = None
             if transport is None:
                 sock.close()
 
