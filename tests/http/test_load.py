@@ -39,6 +39,8 @@ SAMPLES = 40
 BLOCKS = 4
 # Below this a median is scheduler noise on a shared 2-core machine, not the server's speed.
 NOISE_FLOOR = 0.010
+# deploy/'s livenessProbe and readinessProbe timeoutSeconds.
+PROBE_TIMEOUT = 5.0
 
 
 def report(what: str, **figures: float) -> None:
@@ -158,7 +160,9 @@ def test_idle_and_slow_clients_do_not_delay_scrapes_or_probes(
         loaded_max=max(loaded),
     )
     assert median(loaded) <= 2 * max(median(unloaded), NOISE_FLOOR)
-    assert max(loaded) < 1.0
+    # What this guards against was no answer at all until the client gave up; a bound far
+    # below deploy/'s 5 s probe timeout, yet above a loaded 2-core machine's worst stall.
+    assert max(loaded) < PROBE_TIMEOUT / 2
 
 
 @pytest.mark.usefixtures("many_files")
@@ -190,8 +194,10 @@ def test_1100_idle_connections_under_a_1024_open_file_limit() -> None:
         scrape=scrape,
     )
     assert closed >= 1100 - 1024
-    assert probe < 2.0
-    assert scrape < 2.0
+    # Accepting 1,100 connections (and closing 200) is Python work that the first probe
+    # after the burst waits for: well under a second on an idle machine.
+    assert probe < PROBE_TIMEOUT / 2
+    assert scrape < PROBE_TIMEOUT / 2
 
 
 def test_twenty_parallel_scrapers_have_a_tight_tail() -> None:
