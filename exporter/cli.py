@@ -175,12 +175,25 @@ def _add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentPars
     http = serve.add_argument_group("http")
     http.add_argument(
         "--listen-address",
+        "--web.listen-address",
+        dest="listen_address",
         metavar="HOST:PORT",
         default=":9808",
         help="address to serve on (default :9808, every interface)",
     )
     http.add_argument("--tls-cert-file", metavar="PATH", help="serve HTTPS with this certificate")
     http.add_argument("--tls-key-file", metavar="PATH", help="private key for --tls-cert-file")
+    http.add_argument(
+        "--tls-client-ca-file",
+        metavar="PATH",
+        help="mutual TLS: serve only clients whose certificate this CA signed",
+    )
+    http.add_argument(
+        "--web.config.file",
+        dest="web_config_file",
+        metavar="PATH",
+        help="exporter-toolkit web configuration (TLS, basic auth), as Prometheus exporters read",
+    )
     scope = serve.add_argument_group("what to export")
     scope.add_argument(
         "--all-services",
@@ -223,6 +236,15 @@ def _add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentPars
     )
 
 
+def _check_tls_flags(args: argparse.Namespace) -> None:
+    if bool(args.tls_cert_file) != bool(args.tls_key_file):
+        raise CommandError("--tls-cert-file and --tls-key-file go together")
+    if args.tls_client_ca_file and not args.tls_cert_file:
+        raise CommandError("--tls-client-ca-file needs --tls-cert-file and --tls-key-file")
+    if args.web_config_file and args.tls_cert_file:
+        raise CommandError("--web.config.file and --tls-cert-file are exclusive: use one")
+
+
 def _serve_options(args: argparse.Namespace) -> ServeOptions:
     from exporter.serve import ServeOptions, resolve_shard, split_list  # noqa: PLC0415
     from exporter.server import parse_listen_address  # noqa: PLC0415
@@ -231,8 +253,7 @@ def _serve_options(args: argparse.Namespace) -> ServeOptions:
         raise CommandError("--snapshot and --kubeconfig are exclusive: serve one source")
     if args.metric_allowlist and args.metric_denylist:
         raise CommandError("--metric-allowlist and --metric-denylist are exclusive")
-    if bool(args.tls_cert_file) != bool(args.tls_key_file):
-        raise CommandError("--tls-cert-file and --tls-key-file go together")
+    _check_tls_flags(args)
     if args.total_shards < 1:
         raise CommandError("--total-shards must be at least 1")
     try:
@@ -260,6 +281,8 @@ def _serve_options(args: argparse.Namespace) -> ServeOptions:
         metric_denylist=deny,
         tls_cert_file=args.tls_cert_file,
         tls_key_file=args.tls_key_file,
+        tls_client_ca_file=args.tls_client_ca_file,
+        web_config_file=args.web_config_file,
         shard=shard,
         total_shards=args.total_shards,
         log_level=args.log_level,
@@ -270,11 +293,12 @@ def _serve_options(args: argparse.Namespace) -> ServeOptions:
 def _run_serve(args: argparse.Namespace) -> int:
     from exporter import serve  # noqa: PLC0415
     from exporter.sources.kubeapi import ConfigError  # noqa: PLC0415
+    from exporter.webconfig import WebConfigError  # noqa: PLC0415
 
     options = _serve_options(args)
     try:
         return serve.run(options)
-    except ConfigError as error:
+    except (ConfigError, WebConfigError) as error:
         raise CommandError(str(error)) from None
     except OSError as error:
         raise CommandError(

@@ -8,10 +8,11 @@ import os
 import re
 import signal
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from prometheus_client import CollectorRegistry, disable_created_metrics
@@ -29,12 +30,16 @@ from exporter.metrics.collector import (
 )
 from exporter.metrics.exposition import ExpositionRenderer, MetricsEndpoint
 from exporter.metrics.instruments import RESOURCES, ExporterMetrics, StatusCollector
-from exporter.server import MetricsServer, make_app
+from exporter.server import BasicAuth, MetricsServer, default_routes, make_app
 from exporter.snapshot import DEFAULT_MAX_INPUT_BYTES, load_snapshot
 from exporter.sources.cluster import ENDPOINT_SLICES, EVENTS, NODES, SERVICES, sinks
 from exporter.sources.informer import Informer, InformerSettings
 from exporter.sources.kubeapi import KubeTransport, api_client
 from exporter.store import ClusterStore
+from exporter.webconfig import WebConfig, load_web_config, tls_from_flags
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import WSGIApplication
 
 logger = structlog.get_logger("exporter")
 
@@ -55,6 +60,10 @@ class ServeOptions:
     metric_denylist: tuple[str, ...] = ()
     tls_cert_file: str | None = None
     tls_key_file: str | None = None
+    # Mutual TLS: only clients with a certificate signed by this CA are served.
+    tls_client_ca_file: str | None = None
+    # exporter-toolkit's web configuration (TLS, basic auth); exclusive with the tls flags.
+    web_config_file: str | None = None
     shard: int = 0
     total_shards: int = 1
     log_level: str = "info"
@@ -115,6 +124,9 @@ class Exporter:
         self._ready = threading.Event()
         self._threads: list[threading.Thread] = []
         self._transport: KubeTransport | None = None
+        self._started_at = time.time()
+        # resource -> when it stopped being readable (wall clock, shown by /readyz).
+        self._down_since: dict[str, float] = {}
         self.informers: list[Informer[Any, Any]] = []
         family_filter = FamilyFilter(options.metric_allowlist, options.metric_denylist)
         export = ExportOptions(all_services=options.all_services)
@@ -142,29 +154,63 @@ class Exporter:
             family_filter=family_filter,
         )
         metrics = MetricsEndpoint(self.renderer, own_filtered, self.registry)
+        # Other pages merge their routes into this table before the server starts.
+        self.routes = default_routes(metrics, ready=self.readiness, healthy=self.liveness)
+        web = self._web_config()
         self.server = MetricsServer(
-            make_app(metrics, ready=self.readiness, healthy=self.liveness),
+            self._app(web),
             options.listen_address,
-            tls_cert_file=options.tls_cert_file,
-            tls_key_file=options.tls_key_file,
+            tls=web.tls.context() if web.tls is not None else None,
+            headers=web.headers,
         )
+
+    def _web_config(self) -> WebConfig:
+        """TLS and auth settings; an unusable one raises WebConfigError (one line)."""
+        options = self.options
+        if options.web_config_file is not None:
+            return load_web_config(options.web_config_file)
+        return WebConfig(
+            tls=tls_from_flags(
+                options.tls_cert_file, options.tls_key_file, options.tls_client_ca_file
+            )
+        )
+
+    def _app(self, web: WebConfig) -> WSGIApplication:
+        app = make_app(self.routes)
+        return BasicAuth(app, web.basic_auth_users) if web.basic_auth_users else app
 
     # -- probes ------------------------------------------------------------------------------
 
     def readiness(self) -> tuple[bool, str]:
-        if self._ready.is_set():
-            degraded = [
-                f"{informer.spec.resource}: {informer.problem}"
-                for informer in self.informers
-                if informer.problem is not None
-            ]
-            return True, "ready" + "".join(f"; degraded: {item}" for item in degraded)
-        waiting = [
-            f"{informer.spec.resource}: {informer.problem or 'listing'}"
+        """What is wrong, since when and what to check, for people.
+
+        Never a library's exception text, a host, a URL or an identity: the probe answers
+        anyone who can reach the port. The details are in the log.
+        """
+        now = time.time()
+        troubled = [
+            describe_problem(informer.spec.resource, informer.problem, self._down_since, now)
             for informer in self.informers
-            if informer.spec.required and not informer.synced.is_set()
+            if informer.problem is not None
         ]
-        return False, "not ready: " + ("; ".join(waiting) or "evaluating")
+        if self._ready.is_set():
+            if not troubled:
+                return True, "ready"
+            return True, "ready, but some data cannot be read:\n" + "\n".join(troubled)
+        listing = [
+            informer.spec.resource
+            for informer in self.informers
+            if informer.spec.required and not informer.synced.is_set() and informer.problem is None
+        ]
+        lines = [*troubled]
+        if listing:
+            lines.append(
+                f"- {', '.join(listing)}: reading the first complete list from the API server "
+                f"(started {_ago(self._started_at, now)})"
+            )
+        if not lines:
+            lines.append("- evaluating the first snapshot")
+        return False, "not ready:\n" + "\n".join(lines)
 
     def liveness(self) -> tuple[bool, str]:
         dead = [thread.name for thread in self._threads if not thread.is_alive()]
@@ -228,7 +274,7 @@ class Exporter:
                 spec,
                 transport,
                 resource_sinks[spec.resource],
-                self.metrics,
+                _DownSince(self.metrics, self._down_since),
                 self.options.informer,
             )
             self.informers.append(informer)
@@ -258,6 +304,78 @@ class Exporter:
                 self._ready.set()
                 logger.info("ready", **self.store.counts())
             self.store.wait_for_changes(0.5)
+
+
+class _DownSince:
+    """The informers' metrics, also noting since when each resource cannot be read."""
+
+    def __init__(self, metrics: ExporterMetrics, since: dict[str, float]) -> None:
+        self._metrics = metrics
+        self._since = since
+
+    def watch_up(self, resource: str, *, up: bool) -> None:
+        if up:
+            self._since.pop(resource, None)
+        else:
+            self._since.setdefault(resource, time.time())
+        self._metrics.watch_up(resource, up=up)
+
+    def watch_restart(self, resource: str, cause: str) -> None:
+        self._metrics.watch_restart(resource, cause)
+
+    def watch_event(self, resource: str, event_type: str) -> None:
+        self._metrics.watch_event(resource, event_type)
+
+    def invalid_object(self, resource: str) -> None:
+        self._metrics.invalid_object(resource)
+
+
+_HTTP_STATUS = re.compile(r"\bHTTP (\d{3})\b")
+_GROUPS = {"endpointslices": "discovery.k8s.io"}
+
+
+def describe_problem(resource: str, problem: str, down_since: dict[str, float], now: float) -> str:
+    """One line for people about a resource the exporter cannot read.
+
+    `problem` is the informer's own text (a library's exception string with hosts in it):
+    only its kind is used here, never its words.
+    """
+    since = down_since.get(resource)
+    when = f" since {_ago(since, now)}" if since is not None else ""
+    match = _HTTP_STATUS.search(problem)
+    status = int(match.group(1)) if match else None
+    group = _GROUPS.get(resource, "core")
+    if problem.startswith("forbidden") or status == 403:
+        what = "the API server refuses to list or watch them (403 Forbidden)"
+        check = (
+            f"check that the exporter's ClusterRole grants list and watch on {resource} "
+            f"(API group {group}) and that its ClusterRoleBinding names the exporter's "
+            "service account"
+        )
+    elif status == 401:
+        what = "the API server does not accept the exporter's credentials (401 Unauthorized)"
+        check = "check the service account token, or the user of the kubeconfig in use"
+    elif status == 429 or problem.startswith("throttled"):
+        what = "the API server asks the exporter to slow down (429 Too Many Requests)"
+        check = "the exporter retries as told; check the API server's load and priority levels"
+    elif status is not None and status >= 500:
+        what = f"the API server answers with an error (HTTP {status})"
+        check = "check the API server's health and its logs"
+    elif status is not None:
+        what = f"the API server rejects the request (HTTP {status})"
+        check = "check the exporter's log for the API server's message"
+    else:
+        what = "the API server cannot be reached, or its answer cannot be read"
+        check = (
+            "check the network path to the API server (NetworkPolicy egress, DNS, proxies) "
+            "and that it is up; the exporter's log has the details"
+        )
+    return f"- {resource}: {what}{when}; {check}. Retrying."
+
+
+def _ago(moment: float, now: float) -> str:
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(moment))
+    return f"{stamp} ({max(0, round(now - moment))} s ago)"
 
 
 def run(options: ServeOptions) -> int:

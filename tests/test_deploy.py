@@ -42,7 +42,8 @@ ALLOWED_RULES = frozenset(
         ("", "events"),
         ("discovery.k8s.io", "endpointslices"),
     )
-    for verb in ("get", "list", "watch")
+    # Informers list and watch; nothing ever GETs a single object.
+    for verb in ("list", "watch")
 )
 
 # The `serve` flags the lead announced for the live exporter. Used only while
@@ -134,10 +135,11 @@ def container_port(container: dict[str, Any], port: str | int) -> int:
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_target_renders_the_expected_objects(target: str) -> None:
-    """Each kustomize target renders one namespace, identity, RBAC, metrics Service and workload."""
+    """Each target renders one namespace, identity, RBAC, policy, metrics Service and workload."""
     docs = render(target)
     kinds = sorted(doc["kind"] for doc in docs)
-    for kind in ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"):
+    for kind in ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
+                 "NetworkPolicy"):  # fmt: skip
         assert kinds.count(kind) == 1, kinds
     assert only(docs, "Namespace")["metadata"]["name"] == NAMESPACE
     expected_workload = "StatefulSet" if target == SHARDED else "Deployment"
@@ -154,7 +156,7 @@ def test_target_renders_the_expected_objects(target: str) -> None:
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_cluster_role_is_read_only_on_exactly_four_resources(target: str) -> None:
-    """The only RBAC granted is get/list/watch on nodes, services, events and endpointslices."""
+    """The only RBAC granted is list/watch on nodes, services, events and endpointslices."""
     docs = render(target)
     assert not objects_of(docs, "Role")
     assert not objects_of(docs, "RoleBinding")
@@ -238,6 +240,48 @@ def test_metrics_service_reaches_the_pods_metrics_port(target: str) -> None:
     assert port["port"] == METRICS_PORT
     (container,) = spec["template"]["spec"]["containers"]
     assert container_port(container, port["targetPort"]) == METRICS_PORT
+
+
+def selector_matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """A LabelSelector (matchLabels and In/NotIn/Exists/DoesNotExist expressions) on labels."""
+    if not all(labels.get(key) == value for key, value in selector.get("matchLabels", {}).items()):
+        return False
+    for expression in selector.get("matchExpressions", []):
+        key, operator = expression["key"], expression["operator"]
+        values = expression.get("values", [])
+        held = {
+            "In": key in labels and labels[key] in values,
+            "NotIn": labels.get(key) not in values,
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels,
+        }[operator]
+        if not held:
+            return False
+    return True
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_network_policy_admits_prometheus_to_the_metrics_port_only(target: str) -> None:
+    """One NetworkPolicy isolates the pods: ingress on the metrics port, from Prometheus pods."""
+    docs = render(target)
+    policy = only(docs, "NetworkPolicy")
+    spec = policy["spec"]
+    pod_template = workload(docs)["spec"]["template"]
+    pod_labels = pod_template["metadata"]["labels"]
+    assert selector_matches(spec["podSelector"], pod_labels)
+    assert spec["podSelector"]["matchLabels"], "an empty podSelector would isolate every pod"
+    assert spec["policyTypes"] == ["Ingress"]
+    (rule,) = spec["ingress"]
+    (container,) = pod_template["spec"]["containers"]
+    assert [container_port(container, port["port"]) for port in rule["ports"]] == [METRICS_PORT]
+    assert [port.get("protocol", "TCP") for port in rule["ports"]] == ["TCP"]
+    assert rule["from"], "an empty `from` admits everyone"
+    prometheus = {"app.kubernetes.io/name": "prometheus", "prometheus": "k8s"}
+    for peer in rule["from"]:
+        assert "ipBlock" not in peer
+        assert peer["podSelector"], "each peer names the pods it admits"
+        assert selector_matches(peer["podSelector"], prometheus)
+        assert not selector_matches(peer["podSelector"], pod_labels)
 
 
 @pytest.mark.parametrize("target", [PLAIN, SHARDED])

@@ -159,7 +159,7 @@ def test_forbidden_events_degrade_to_no_event_metrics(
         assert result.value("topology_hints_watch_up", resource="services") == 1
         status, body = http_get(base_url(exporter) + "/readyz")
         assert status == 200
-        assert "degraded: events: forbidden" in body
+        assert "- events: the API server refuses to list or watch them (403 Forbidden)" in body
     forbidden_lines = [
         entry
         for entry in logs
@@ -176,10 +176,11 @@ def test_forbidden_nodes_fail_readiness_with_the_reason(
     kube_api.forbid("nodes")
     with start_exporter(wait_ready=False) as exporter:
         url = base_url(exporter)
-        wait_until(lambda: "forbidden" in http_get(url + "/readyz")[1])
+        wait_until(lambda: "Forbidden" in http_get(url + "/readyz")[1])
         status, body = http_get(url + "/readyz")
         assert status == 503
-        assert "nodes: forbidden" in body
+        assert "- nodes: the API server refuses to list or watch them (403 Forbidden)" in body
+        assert "ClusterRole grants list and watch on nodes" in body
         result = eventually(exporter, lambda r: r.value("topology_hints_ready") == 0)
         assert result.labelled("topology_hints_service_info") == []
         assert result.value("topology_hints_sufficient_node_info") is None
