@@ -292,7 +292,7 @@ def test_endpoint_without_zone_is_not_a_count_problem() -> None:
     evaluation = evaluation_of(nodes, ["zone-a", "zone-b", "zone-c", "zone-a", "zone-b", None])
     text = flat(explain_text(evaluation, evaluation.services, ExplainOptions()))
     assert "disabled (NoZoneSpecified)" in text
-    assert "1 of the 6 ready endpoints have no zone" in text
+    assert "1 of the 6 ready endpoints has no zone" in text
     assert "Suggestion: the endpoint count is fine" in text
 
 
