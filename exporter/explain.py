@@ -7,8 +7,9 @@ text. No I/O; colour (ANSI) only when asked for.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from enum import StrEnum
 from typing import NamedTuple
 
@@ -29,6 +30,7 @@ from exporter.engine.allocation import OVERLOAD_THRESHOLD, refusal_reason, zone_
 from exporter.engine.mechanism import deciding_annotation
 from exporter.engine.model import ZONE_LABEL
 from exporter.engine.reasons import HINTS_DISABLED_EVENT, HINTS_ENABLED_EVENT
+from exporter.overview import NODES, missing_warnings
 
 LABEL_WIDTH = 19
 INDENT = " " * (2 + LABEL_WIDTH)
@@ -71,6 +73,8 @@ class Tone(StrEnum):
 @dataclass(frozen=True, slots=True)
 class ExplainOptions:
     color: bool = False
+    # Kinds of object the input lacks ("Nodes", ...) -> why: then nothing is said that needs them.
+    missing: Mapping[str, str] = dataclass_field(default_factory=dict)
 
     def paint(self, text: str, tone: Tone) -> str:
         """Wrap text in an ANSI colour when colour is on; never emit a code otherwise."""
@@ -95,7 +99,7 @@ def select_verdicts(evaluation: Evaluation, service: str | None) -> tuple[Servic
 def explain_text(
     evaluation: Evaluation, verdicts: Sequence[ServiceVerdict], options: ExplainOptions
 ) -> str:
-    lines = cluster_lines(evaluation, options)
+    lines = cluster_lines(evaluation, options) + missing_lines(options)
     if not verdicts:
         lines += ["", "No Service with EndpointSlices in this snapshot."]
     for verdict in verdicts:
@@ -104,6 +108,15 @@ def explain_text(
 
 
 # Formatting helpers
+
+
+def missing_lines(options: ExplainOptions) -> list[str]:
+    """What the input lacks and what the verdicts below cannot say without it."""
+    return (
+        items("Missing", missing_warnings(options.missing), options, Tone.WARN)
+        if (options.missing)
+        else []
+    )
 
 
 def field(label: str, value: str) -> str:
@@ -187,6 +200,8 @@ def cluster_lines(evaluation: Evaluation, options: ExplainOptions) -> list[str]:
     capacity = evaluation.capacity
     ready_nodes = len(evaluation.nodes.zone_of)
     lines = ["Cluster"]
+    if NODES in options.missing:
+        return [*lines, field("Node info", options.paint("unknown", Tone.WARN) + ": no Nodes")]
     if capacity.sufficient:
         lines.append(
             field(
@@ -266,6 +281,8 @@ def node_fix(problem: NodeProblem) -> str:
 def service_lines(
     evaluation: Evaluation, verdict: ServiceVerdict, options: ExplainOptions
 ) -> list[str]:
+    if NODES in options.missing:
+        return service_lines_without_nodes(evaluation, verdict, options)
     service = verdict.service
     title = options.paint(f"Service {service.namespace}/{service.name}", Tone.BOLD)
     lines = [
@@ -284,6 +301,36 @@ def service_lines(
     lines += fields("Config issues", config_issue_lines(verdict, options))
     if verdict.mechanism is Mechanism.AUTO:
         lines += advisor_lines(evaluation.capacity, verdict, options)
+    return lines
+
+
+def service_lines_without_nodes(
+    evaluation: Evaluation, verdict: ServiceVerdict, options: ExplainOptions
+) -> list[str]:
+    """Only what the Service and its slices tell: nothing that needs the zones' CPU or nodes."""
+    service = verdict.service
+    title = options.paint(f"Service {service.namespace}/{service.name}", Tone.BOLD)
+    lines = [
+        f"{title} ({verdict.address_type})",
+        *prose("Mechanism", mechanism_text(verdict), options),
+    ]
+    if verdict.mechanism is Mechanism.AUTO:
+        lines.append(field("Verdict", options.paint("unknown", Tone.WARN) + " (no Nodes)"))
+        lines += prose(
+            "Why",
+            "auto allocates by each zone's share of allocatable CPU, read from Nodes; without "
+            "them the controller's decision cannot be told",
+            options,
+        )
+    else:
+        lines.append(field("Verdict", verdict_text(verdict, options)))
+        lines += prose("Why", why_text(evaluation, verdict), options)
+    lines += completeness_lines(verdict, options)
+    lines.append(field("kube-proxy", "unknown without Nodes (a node's zone decides its mode)"))
+    lines += table_lines(verdict, options)
+    if verdict.mechanism is not Mechanism.AUTO:
+        lines += items("Drift", drift_texts(verdict), options, Tone.WARN)
+    lines += fields("Config issues", config_issue_lines(verdict, options))
     return lines
 
 

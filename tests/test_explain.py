@@ -49,7 +49,8 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 def explain(example: str, *args: str) -> str:
     completed = run("explain", "--snapshot", str(EXAMPLES_DIR / f"{example}.json"), *args)
-    assert completed.returncode == 0, completed.stderr
+    # 1: some Service asking for hints lacks them (the examples tell such stories).
+    assert completed.returncode in {0, 1}, completed.stderr
     return completed.stdout
 
 
@@ -196,7 +197,7 @@ def test_color_auto_paints_on_a_terminal() -> None:
             if not chunk:
                 break
             chunks.append(chunk)
-        assert process.wait(timeout=60) == 0
+        assert process.wait(timeout=60) == 1  # the ledger's hints are refused
     os.close(primary)
     assert "\x1b[31mdisabled\x1b[0m" in b"".join(chunks).decode()
 
@@ -386,7 +387,7 @@ def test_cli_doc_examples_are_real_outputs() -> None:
     assert {args[0] for args, _, _ in quoted} == {"evaluate", "explain"}
     for args, language, block in quoted:
         completed = run(*args)
-        assert completed.returncode == 0, completed.stderr
+        assert completed.returncode in {0, 1}, completed.stderr
         if language == "json":
             assert json.loads(block) == json.loads(completed.stdout)
         else:
@@ -400,7 +401,7 @@ def test_walkthrough_outputs_are_trimmed_real_outputs() -> None:
     assert shown == {path.stem for path in EXAMPLES_DIR.glob("*.json")}
     for args, _, block in quoted:
         completed = run(*args)
-        assert completed.returncode == 0, completed.stderr
+        assert completed.returncode in {0, 1}, completed.stderr
         remaining = iter(completed.stdout.splitlines())
         for line in block.splitlines():
             if line.strip() == "...":
