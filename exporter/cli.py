@@ -26,7 +26,7 @@ from exporter.runtime import tune_garbage_collector
 from exporter.serve import ServeOptions, resolve_shard, split_list
 from exporter.server import parse_listen_address
 from exporter.snapshot import Snapshot, SnapshotError, load_snapshot
-from exporter.sources.kubeapi import ConfigError
+from exporter.sources.kubeapi import ConfigError, default_namespace
 
 PROG = "topology-hints-exporter"
 # The console script kubectl finds as the plugin `kubectl topology-hints`.
@@ -65,7 +65,7 @@ def _add_scope_arguments(explain: argparse.ArgumentParser) -> None:
     explain.add_argument(
         "service",
         nargs="?",
-        metavar="NAME|NAMESPACE/NAME",
+        metavar="[NAMESPACE/]NAME",
         help="only this Service (NAME: in the namespace of -n, default 'default')",
     )
     explain.add_argument("-n", "--namespace", metavar="NAMESPACE", help="only this namespace")
@@ -302,7 +302,13 @@ def _scope(args: argparse.Namespace) -> tuple[str | None, str | None]:
             "a Service cannot be named across all namespaces (-A): use -n NAMESPACE NAME "
             "or NAMESPACE/NAME"
         )
-    return namespace or "default", service
+    if namespace is None:
+        namespace = (
+            "default"
+            if args.snapshot is not None
+            else default_namespace(args.kubeconfig, args.context)
+        )
+    return namespace, service
 
 
 def _run_explain(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.conftest import EXAMPLES_DIR, PROJECT_ROOT, exporter_command
 from tests.kubeapi import FakeKubeAPI
@@ -221,3 +222,16 @@ def test_default_kubeconfig_is_read_like_kubectl(kube_api: FakeKubeAPI, kubeconf
     assert missing.returncode == 2
     assert len(missing.stderr.splitlines()) == 1
     assert "--snapshot" in missing.stderr
+
+
+def test_bare_name_is_looked_up_in_the_context_namespace(
+    kube_api: FakeKubeAPI, kubeconfig: Path
+) -> None:
+    """As kubectl: NAME without -n is in the kubeconfig context's namespace."""
+    kube_api.load(demo_objects())
+    config = yaml.safe_load(kubeconfig.read_text())
+    config["contexts"][0]["context"]["namespace"] = "payments"
+    kubeconfig.write_text(yaml.safe_dump(config))
+    completed = run("explain", "--kubeconfig", str(kubeconfig), "ledger")
+    assert completed.returncode == 1, completed.stderr
+    assert "Service payments/ledger (IPv4)" in completed.stdout
