@@ -335,14 +335,17 @@ def _run_explain(args: argparse.Namespace) -> int:
             text = summary_text(verdicts, missing, only_problems=args.problems, wide=wide)
             sys.stdout.write(text)
         return status
+    scope = f" in namespace {namespace}" if namespace is not None else ""
+    nothing = f"No Service with EndpointSlices{scope} in {where}."
     if args.problems:
+        nothing = f"No Service with a problem among the {len(verdicts)} checked{scope}."
         verdicts = with_problems(verdicts, nodes_known=nodes_known)
     if args.output == "json":
         _print_json([service_document(verdict) for verdict in verdicts])
         return status
     color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
     sys.stdout.write(
-        explain_text(evaluation, verdicts, ExplainOptions(color=color, missing=missing))
+        explain_text(evaluation, verdicts, ExplainOptions(color=color, missing=missing), nothing)
     )
     return status
 

@@ -97,11 +97,15 @@ def select_verdicts(evaluation: Evaluation, service: str | None) -> tuple[Servic
 
 
 def explain_text(
-    evaluation: Evaluation, verdicts: Sequence[ServiceVerdict], options: ExplainOptions
+    evaluation: Evaluation,
+    verdicts: Sequence[ServiceVerdict],
+    options: ExplainOptions,
+    nothing: str = "No Service with EndpointSlices in this snapshot.",
 ) -> str:
+    """The cluster header, then each verdict; `nothing` says why there is none."""
     lines = cluster_lines(evaluation, options) + missing_lines(options)
     if not verdicts:
-        lines += ["", "No Service with EndpointSlices in this snapshot."]
+        lines += ["", nothing]
     for verdict in verdicts:
         lines += ["", *service_lines(evaluation, verdict, options)]
     return "\n".join(lines) + "\n"

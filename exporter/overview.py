@@ -207,6 +207,8 @@ def table(rows: Sequence[Mapping[str, str]]) -> list[str]:
 
 def count_line(verdicts: Sequence[ServiceVerdict], shown: int, *, nodes_known: bool) -> str:
     """'6 Services: 2 enabled, 2 disabled, 2 not-applicable; 3 with problems (2 off, ...)'."""
+    if not verdicts:
+        return "0 Services"
     states = Counter(verdict_word(verdict, nodes_known=nodes_known) for verdict in verdicts)
     found = [problems(verdict, nodes_known=nodes_known) for verdict in verdicts]
     kinds = Counter(problem for listed in found for problem in listed)

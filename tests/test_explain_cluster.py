@@ -235,3 +235,15 @@ def test_bare_name_is_looked_up_in_the_context_namespace(
     completed = run("explain", "--kubeconfig", str(kubeconfig), "ledger")
     assert completed.returncode == 1, completed.stderr
     assert "Service payments/ledger (IPv4)" in completed.stdout
+
+
+def test_nothing_to_show_says_why() -> None:
+    """No problem, or an empty namespace: a sentence saying so, exit 0."""
+    clean = run("explain", "--snapshot", HEALTHY, "--problems")
+    assert clean.returncode == 0
+    assert clean.stdout.endswith("\nNo Service with a problem among the 2 checked.\n")
+    empty = run("explain", "--snapshot", HEALTHY, "-n", "nope")
+    assert empty.returncode == 0
+    assert empty.stdout.endswith(
+        "\nNo Service with EndpointSlices in namespace nope in the snapshot.\n"
+    )
