@@ -116,8 +116,10 @@ class Evaluator:
         self.transitions.flush()
         changes = self._store.take_changes()
         if changes.empty and self._state.generation > 0:
+            self.transitions.end_step()
             return self._state
         self._apply(changes)
+        self.transitions.end_step()
         self._observe(time.perf_counter() - started)
         for listener in self._listeners:
             listener(self._state)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,9 @@ from exporter.engine import ServiceVerdict
 VerdictKey = tuple[str, str, str]
 # One line per Service and aspect per this many seconds; changes in between are counted.
 DEFAULT_WINDOW = 60.0
+# Lines per evaluation step: a node change can flip every Service at once; past this many,
+# one line counts the rest.
+DEFAULT_STEP_LINES = 20
 
 logger = structlog.get_logger("exporter.transitions")
 
@@ -53,6 +57,7 @@ class TransitionLog:
         self,
         *,
         window: float = DEFAULT_WINDOW,
+        step_lines: int = DEFAULT_STEP_LINES,
         clock: Callable[[], float] | None = None,
         aspects: tuple[Aspect, ...] = ASPECTS,
     ) -> None:
@@ -64,6 +69,10 @@ class TransitionLog:
         self._logged: dict[_Slot, str] = {}  # the value the last line ended on
         self._last_line: dict[_Slot, float] = {}
         self._held: dict[_Slot, tuple[Aspect, ServiceVerdict, int]] = {}
+        self._step_lines = step_lines
+        self._lines_this_step = 0
+        # (event, from, to) -> Services past this step's line budget.
+        self._overflow: Counter[tuple[str, str, str]] = Counter()
 
     def observe(self, verdict: ServiceVerdict) -> None:
         """A new verdict; the first one of a Service is its starting point, not a change."""
@@ -89,6 +98,13 @@ class TransitionLog:
             aspect, verdict, held = self._held.pop(slot)
             self._line(slot, aspect, verdict, held_back=held)
 
+    def end_step(self) -> None:
+        """After an evaluation step: one line for the changes beyond its budget."""
+        for (event, before, after), count in sorted(self._overflow.items()):
+            logger.info(event, services=count, **{"from": before, "to": after}, more=True)
+        self._overflow.clear()
+        self._lines_this_step = 0
+
     def forget(self, keys: Iterable[VerdictKey]) -> None:
         """Verdicts that no longer exist (Service deleted, address type gone)."""
         gone = set(keys)
@@ -112,6 +128,10 @@ class TransitionLog:
         if held_back:
             # Changes between the last line and this one, not logged on their own.
             fields["changes_not_logged"] = held_back
-        logger.info(aspect.event, **fields)
+        if self._lines_this_step < self._step_lines:
+            logger.info(aspect.event, **fields)
+            self._lines_this_step += 1
+        else:
+            self._overflow[(aspect.event, fields["from"], to)] += 1
         self._logged[slot] = to
         self._last_line[slot] = self._clock()

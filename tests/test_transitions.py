@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import MutableMapping
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
@@ -12,7 +13,7 @@ from structlog.testing import capture_logs
 from exporter.engine import Endpoint, EndpointSlice, Node, Service
 from exporter.evaluator import Evaluator
 from exporter.store import ClusterStore
-from exporter.transitions import DEFAULT_WINDOW
+from exporter.transitions import DEFAULT_STEP_LINES, DEFAULT_WINDOW
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 EVENT = "expected state changed"
@@ -121,3 +122,29 @@ def test_a_deleted_service_starts_afresh() -> None:
         store.upsert_endpoint_slice(cart_slice(8))
         evaluator.step()
     assert lines(logs) == []
+
+
+def test_a_cluster_wide_flip_is_a_bounded_number_of_lines() -> None:
+    """A node change that flips many Services at once: some lines, then one counting the rest."""
+    store = ClusterStore()
+    nodes = [
+        Node(f"node-{i}", zone, Fraction(4), ready=True, control_plane=False)
+        for i, zone in enumerate(ZONES)
+    ]
+    store.replace_nodes(nodes)
+    services = [replace(CART, name=f"cart-{i}") for i in range(50)]
+    store.replace_services(services)
+    store.replace_endpoint_slices(
+        replace(cart_slice(9), name=f"cart-{i}-x1", service_name=f"cart-{i}") for i in range(50)
+    )
+    with freeze_time("2026-12-01 03:00:00"), capture_logs() as logs:
+        evaluator = Evaluator(store)
+        evaluator.step()
+        # One node loses its zone label: node info is insufficient for every Service.
+        store.upsert_node(replace(nodes[0], zone=None))
+        evaluator.step()
+    single = [line for line in lines(logs) if "more" not in line]
+    (rest,) = [line for line in lines(logs) if "more" in line]
+    assert len(single) == DEFAULT_STEP_LINES
+    assert rest["services"] == 50 - DEFAULT_STEP_LINES
+    assert (rest["from"], rest["to"]) == ("enabled", "disabled")
