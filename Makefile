@@ -21,11 +21,12 @@ run: $(STAMP)
 	@echo "topology-hints-exporter: serving $(EXAMPLE) at http://$(LISTEN)/ (metrics at http://$(LISTEN)/metrics)"
 	$(BIN)/topology-hints-exporter serve --snapshot $(EXAMPLE) --listen-address $(LISTEN) --log-format console
 
-# The same verdicts for people, on every example.
+# The same verdicts for people, on every example (exit 1 only says some lack hints).
 explain: $(STAMP)
 	@for example in examples/*.json; do \
 		echo "== $$example"; \
-		$(BIN)/topology-hints-exporter explain --snapshot $$example || exit 1; \
+		$(BIN)/topology-hints-exporter explain --snapshot $$example; \
+		[ $$? -le 1 ] || exit 1; \
 	done
 
 test: $(STAMP) lint

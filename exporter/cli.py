@@ -6,24 +6,38 @@ import argparse
 import re
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import msgspec
 
 from exporter import __version__
 from exporter.document import evaluation_document, service_document
+from exporter.overview import (
+    NODES,
+    exit_status,
+    missing_kinds,
+    missing_warnings,
+    select,
+    summary_document,
+    summary_text,
+    with_problems,
+)
 from exporter.quantity import parse_quantity
 from exporter.runtime import tune_garbage_collector
-from exporter.snapshot import DEFAULT_MAX_INPUT_BYTES, SnapshotError, load_snapshot
+from exporter.snapshot import DEFAULT_MAX_INPUT_BYTES, Snapshot, SnapshotError, load_snapshot
 
 if TYPE_CHECKING:
     from exporter.engine.whatif import ScenarioStep
     from exporter.serve import ServeOptions
 
 # `serve` and its sources (the `kubernetes` client, prometheus_client) are imported by the
-# serve command only: evaluate and explain start in a fraction of the time without them.
+# commands that need them only: evaluate and explain on a snapshot start in a fraction of
+# the time without them.
 
 PROG = "topology-hints-exporter"
+# The console script kubectl finds as the plugin `kubectl topology-hints`.
+KUBECTL_PLUGIN = "kubectl-topology_hints"
 EXIT_USAGE = 2
 
 
@@ -59,26 +73,66 @@ def _add_snapshot_argument(
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _add_input_arguments(parser: argparse.ArgumentParser) -> None:
+    """A snapshot file, or the cluster itself (read once, like kubectl get)."""
+    source = parser.add_argument_group(
+        "input (default: the cluster of the current kubeconfig context, or in-cluster config)"
+    )
+    _add_snapshot_argument(source, required=False)
+    source.add_argument(
+        "--kubeconfig", metavar="PATH", help="read the cluster of this kubeconfig file"
+    )
+    source.add_argument("--context", metavar="NAME", help="kubeconfig context to use")
+
+
+def _add_scope_arguments(explain: argparse.ArgumentParser) -> None:
+    explain.add_argument(
+        "service",
+        nargs="?",
+        metavar="[NAMESPACE/]NAME",
+        help="only this Service (NAME: in the namespace of -n, default 'default')",
+    )
+    explain.add_argument("-n", "--namespace", metavar="NAMESPACE", help="only this namespace")
+    explain.add_argument(
+        "-A",
+        "--all-namespaces",
+        action="store_true",
+        help="every namespace (the default without -n; overrides -n, as in kubectl)",
+    )
+    explain.add_argument(
+        "--summary", action="store_true", help="one line per Service, problems first, and counts"
+    )
+    explain.add_argument(
+        "--problems",
+        action="store_true",
+        help="only Services whose hints are off, partial, ineffective, drifting or misconfigured",
+    )
+
+
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=PROG,
+        prog=prog,
         description="Tells whether Kubernetes topology-aware routing works, and why not.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     evaluate = commands.add_parser(
-        "evaluate", help="print the verdicts for a snapshot as one JSON document"
+        "evaluate", help="print the verdicts for a snapshot or a cluster as one JSON document"
     )
-    _add_snapshot_argument(evaluate, required=True)
+    _add_input_arguments(evaluate)
 
     explain = commands.add_parser(
-        "explain", help="explain the verdicts for a snapshot, Service by Service"
+        "explain", help="explain the verdicts for a snapshot or a cluster, Service by Service"
     )
-    _add_snapshot_argument(explain, required=True)
-    explain.add_argument("service", nargs="?", metavar="NAMESPACE/NAME", help="only this Service")
+    _add_input_arguments(explain)
+    _add_scope_arguments(explain)
     explain.add_argument(
-        "--output", "-o", choices=("text", "json"), default="text", help="text (default) or json"
+        "--output",
+        "-o",
+        choices=("text", "json", "wide"),
+        default="text",
+        help="text (default), json, or wide (the --summary table with more columns)",
     )
     explain.add_argument(
         "--color",
@@ -113,7 +167,7 @@ def _add_what_if_parser(commands: argparse._SubParsersAction[argparse.ArgumentPa
         "changes. Exit status: 0 when no Service loses hints and no rollout passes a refused "
         "count, 1 when one does (gate a drain or a rollout on it), 2 on bad input.",
     )
-    _add_snapshot_argument(what_if, required=True)
+    _add_input_arguments(what_if)
     what_if.add_argument(
         "--lose-zone",
         dest="lose-zone",
@@ -306,26 +360,119 @@ def _run_serve(args: argparse.Namespace) -> int:
         ) from None
 
 
+def _read_input(args: argparse.Namespace) -> tuple[Snapshot, dict[str, str], str]:
+    """The snapshot, or the cluster listed now; kinds it lacks and why; and where it came from."""
+    if args.snapshot is not None:
+        if args.kubeconfig or args.context:
+            raise CommandError("--snapshot and --kubeconfig/--context are exclusive: read one")
+        snapshot = load_snapshot(args.snapshot, args.max_input_bytes)
+        missing = {
+            kind: f"the snapshot holds no {kind} (kubectl get nodes,services,endpointslices "
+            "-A -o json dumps all three)"
+            for kind in _missing_kinds(snapshot)
+        }
+        return snapshot, missing, "the snapshot"
+    from exporter.sources.kubeapi import ConfigError  # noqa: PLC0415
+    from exporter.sources.listing import ClusterReadError, read_cluster  # noqa: PLC0415
+
+    try:
+        listed = read_cluster(args.kubeconfig, args.context)
+    except ConfigError as error:
+        raise CommandError(f"{error} (or pass --snapshot FILE)") from None
+    except ClusterReadError as error:
+        raise CommandError(str(error)) from None
+    for skipped in listed.skipped:
+        _warn(f"skipped an object that does not decode: {skipped}")
+    missing = dict(listed.unreadable)
+    for kind in _missing_kinds(listed.snapshot):
+        missing.setdefault(kind, f"the cluster returned no {kind}")
+    return listed.snapshot, missing, "the cluster"
+
+
+def _missing_kinds(snapshot: Snapshot) -> list[str]:
+    return missing_kinds(len(snapshot.nodes), len(snapshot.services), len(snapshot.endpoint_slices))
+
+
+def _warn(message: str) -> None:
+    print(f"{PROG}: warning: {message}", file=sys.stderr)  # noqa: T201
+
+
 def _run_evaluate(args: argparse.Namespace) -> int:
-    evaluation = load_snapshot(args.snapshot, args.max_input_bytes).evaluate()
-    _print_json(evaluation_document(evaluation))
+    snapshot, missing, _where = _read_input(args)
+    for warning in missing_warnings(missing):
+        _warn(warning)
+    _print_json(evaluation_document(snapshot.evaluate()))
     return 0
+
+
+def _scope(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    """(namespace or None for all, name or None for all) as kubectl reads -n, -A and NAME."""
+    namespace = None if args.all_namespaces else args.namespace
+    if namespace == "":
+        raise CommandError("-n/--namespace needs a namespace name")
+    service: str | None = args.service
+    if service is None:
+        return namespace, None
+    if "/" in service:
+        service_namespace, _, name = service.partition("/")
+        if not service_namespace or not name or "/" in name:
+            raise CommandError(f"expected NAME or NAMESPACE/NAME, got {service!r}")
+        if namespace is not None and namespace != service_namespace:
+            raise CommandError(f"{service} is not in namespace {namespace} (given by -n)")
+        return service_namespace, name
+    if args.all_namespaces:
+        raise CommandError(
+            "a Service cannot be named across all namespaces (-A): use -n NAMESPACE NAME "
+            "or NAMESPACE/NAME"
+        )
+    if namespace is None:
+        from exporter.sources.kubeapi import default_namespace  # noqa: PLC0415
+
+        namespace = (
+            "default"
+            if args.snapshot is not None
+            else default_namespace(args.kubeconfig, args.context)
+        )
+    return namespace, service
 
 
 def _run_explain(args: argparse.Namespace) -> int:
-    from exporter.explain import ExplainOptions, explain_text, select_verdicts  # noqa: PLC0415
+    from exporter.explain import ExplainOptions, explain_text  # noqa: PLC0415
 
-    evaluation = load_snapshot(args.snapshot, args.max_input_bytes).evaluate()
+    namespace, name = _scope(args)
+    snapshot, missing, where = _read_input(args)
+    evaluation = snapshot.evaluate()
     try:
-        verdicts = select_verdicts(evaluation, args.service)
+        verdicts = select(evaluation, namespace, name)
     except LookupError as error:
-        raise CommandError(str(error.args[0])) from None
+        raise CommandError(f"{error.args[0]} in {where}") from None
+    if args.output == "json":
+        # Text output carries the warnings itself; JSON must stay JSON.
+        for warning in missing_warnings(missing):
+            _warn(warning)
+    status = exit_status(verdicts, missing)
+    nodes_known = NODES not in missing
+    if args.summary or args.output == "wide":
+        if args.output == "json":
+            _print_json(summary_document(verdicts, missing, only_problems=args.problems))
+        else:
+            wide = args.output == "wide"
+            text = summary_text(verdicts, missing, only_problems=args.problems, wide=wide)
+            sys.stdout.write(text)
+        return status
+    scope = f" in namespace {namespace}" if namespace is not None else ""
+    nothing = f"No Service with EndpointSlices{scope} in {where}."
+    if args.problems:
+        nothing = f"No Service with a problem among the {len(verdicts)} checked{scope}."
+        verdicts = with_problems(verdicts, nodes_known=nodes_known)
     if args.output == "json":
         _print_json([service_document(verdict) for verdict in verdicts])
-        return 0
+        return status
     color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
-    sys.stdout.write(explain_text(evaluation, verdicts, ExplainOptions(color=color)))
-    return 0
+    sys.stdout.write(
+        explain_text(evaluation, verdicts, ExplainOptions(color=color, missing=missing), nothing)
+    )
+    return status
 
 
 def _run_what_if(args: argparse.Namespace) -> int:
@@ -335,7 +482,9 @@ def _run_what_if(args: argparse.Namespace) -> int:
 
     if (args.max_surge or args.max_unavailable) and not args.rollout:
         raise CommandError("--max-surge and --max-unavailable describe a --rollout")
-    snapshot = load_snapshot(args.snapshot, args.max_input_bytes)
+    snapshot, missing, _where = _read_input(args)
+    for warning in missing_warnings(missing):
+        _warn(warning)
     cluster = whatif.Cluster(snapshot.nodes, snapshot.services, snapshot.endpoint_slices)
     try:
         steps = [_scenario_step(kind, value) for kind, value in args.steps]
@@ -382,7 +531,10 @@ def _print_json(document: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    # Run as a kubectl plugin (`kubectl topology-hints ...`), usage lines say so.
+    invoked_as = Path(sys.argv[0]).name
+    prog = "kubectl topology-hints" if invoked_as == KUBECTL_PLUGIN else PROG
+    args = build_parser(prog).parse_args(argv)
     tune_garbage_collector()
     runners = {
         "evaluate": _run_evaluate,

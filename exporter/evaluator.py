@@ -26,6 +26,7 @@ from exporter.engine import (
 )
 from exporter.engine.evaluate import ready_nodes
 from exporter.store import Changes, ClusterStore, ControllerEvent, ServiceKey
+from exporter.transitions import TransitionLog
 
 VerdictKey = tuple[str, str, str]
 EventKey = tuple[str, str, str]
@@ -97,6 +98,8 @@ class Evaluator:
         self._events_dirty = False
         self._state = ExporterState()
         self._listeners: list[Callable[[ExporterState], None]] = []
+        # One log line when a Service's verdict changes, rate-limited per Service.
+        self.transitions = TransitionLog()
 
     @property
     def state(self) -> ExporterState:
@@ -109,10 +112,14 @@ class Evaluator:
     def step(self) -> ExporterState:
         """Apply whatever changed in the store and publish the new state."""
         started = time.perf_counter()
+        # Held-back lines of flapping Services are due with time, not only with changes.
+        self.transitions.flush()
         changes = self._store.take_changes()
         if changes.empty and self._state.generation > 0:
+            self.transitions.end_step()
             return self._state
         self._apply(changes)
+        self.transitions.end_step()
         self._observe(time.perf_counter() - started)
         for listener in self._listeners:
             listener(self._state)
@@ -168,6 +175,7 @@ class Evaluator:
         )
 
     def _track_flip(self, verdict: ServiceVerdict) -> None:
+        self.transitions.observe(verdict)
         key = verdict.key
         self._flips.setdefault(key, 0)
         state = verdict.expected_state
@@ -179,6 +187,7 @@ class Evaluator:
         self._last_state[key] = state
 
     def _forget(self, keys: set[VerdictKey]) -> None:
+        self.transitions.forget(keys)
         for key in keys:
             self._flips.pop(key, None)
             self._last_state.pop(key, None)

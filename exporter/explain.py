@@ -7,12 +7,15 @@ text. No I/O; colour (ANSI) only when asked for.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from enum import StrEnum
+from typing import NamedTuple
 
 from exporter.engine import (
     ClusterCapacity,
+    ConfigIssue,
     DisableReason,
     DriftKind,
     Evaluation,
@@ -27,6 +30,7 @@ from exporter.engine.allocation import OVERLOAD_LIMIT, refusal_reason, zone_mini
 from exporter.engine.mechanism import deciding_annotation
 from exporter.engine.model import ZONE_LABEL
 from exporter.engine.reasons import HINTS_DISABLED_EVENT, HINTS_ENABLED_EVENT
+from exporter.overview import NODES, missing_warnings
 
 LABEL_WIDTH = 19
 INDENT = " " * (2 + LABEL_WIDTH)
@@ -45,17 +49,9 @@ TABLE_COLUMNS = (
 )
 NO_ZONE = "(no zone)"
 
-_DRIFT_TEXT = {
-    DriftKind.HINTS_MISSING: (
-        "ready endpoints lack the zone hint the controller should have written (normal for a "
-        "few seconds after a change; if it lasts, check kube-controller-manager)"
-    ),
-    DriftKind.UNEXPECTED_HINTS: (
-        "ready endpoints carry zone hints the controller should have removed (kube-proxy still "
-        "follows them)"
-    ),
-    DriftKind.ZONE_OUT_OF_RANGE: "a zone's hinted count is outside its MIN..MAX range",
-}
+_CONTROLLER_LAG = (
+    "normal for a few seconds after a change; if it lasts, check kube-controller-manager"
+)
 
 _MODE_TEXT = {
     ProxyMode.PREFER_SAME_ZONE: "prefers endpoints hinted for this zone",
@@ -75,6 +71,8 @@ class Tone(StrEnum):
 @dataclass(frozen=True, slots=True)
 class ExplainOptions:
     color: bool = False
+    # Kinds of object the input lacks ("Nodes", ...) -> why: then nothing is said that needs them.
+    missing: Mapping[str, str] = dataclass_field(default_factory=dict)
 
     def paint(self, text: str, tone: Tone) -> str:
         """Wrap text in an ANSI colour when colour is on; never emit a code otherwise."""
@@ -97,17 +95,30 @@ def select_verdicts(evaluation: Evaluation, service: str | None) -> tuple[Servic
 
 
 def explain_text(
-    evaluation: Evaluation, verdicts: Sequence[ServiceVerdict], options: ExplainOptions
+    evaluation: Evaluation,
+    verdicts: Sequence[ServiceVerdict],
+    options: ExplainOptions,
+    nothing: str = "No Service with EndpointSlices in this snapshot.",
 ) -> str:
-    lines = cluster_lines(evaluation, options)
+    """The cluster header, then each verdict; `nothing` says why there is none."""
+    lines = cluster_lines(evaluation, options) + missing_lines(options)
     if not verdicts:
-        lines += ["", "No Service with EndpointSlices in this snapshot."]
+        lines += ["", nothing]
     for verdict in verdicts:
         lines += ["", *service_lines(evaluation, verdict, options)]
     return "\n".join(lines) + "\n"
 
 
 # Formatting helpers
+
+
+def missing_lines(options: ExplainOptions) -> list[str]:
+    """What the input lacks and what the verdicts below cannot say without it."""
+    return (
+        items("Missing", missing_warnings(options.missing), options, Tone.WARN)
+        if (options.missing)
+        else []
+    )
 
 
 def field(label: str, value: str) -> str:
@@ -191,12 +202,14 @@ def cluster_lines(evaluation: Evaluation, options: ExplainOptions) -> list[str]:
     capacity = evaluation.capacity
     ready_nodes = len(evaluation.nodes.zone_of)
     lines = ["Cluster"]
+    if NODES in options.missing:
+        return [*lines, field("Node info", options.paint("unknown", Tone.WARN) + ": no Nodes")]
     if capacity.sufficient:
         lines.append(
             field(
                 "Node info",
-                f"{options.paint('sufficient', Tone.GOOD)} ({ready_nodes} Ready nodes, "
-                f"{len(capacity.zone_ratios)} zones)",
+                f"{options.paint('sufficient', Tone.GOOD)} ({plural(ready_nodes, 'Ready node')}, "
+                f"{plural(len(capacity.zone_ratios), 'zone')})",
             )
         )
         lines += fields("Zone CPU shares", zone_share_lines(capacity))
@@ -233,9 +246,20 @@ def offending_node_lines(problems: Sequence[NodeProblem], options: ExplainOption
         ]
     lines = [field("Offending nodes", "")]
     for problem in problems:
-        lines.append(f"    {problem.node}: {options.paint(node_lack(problem), Tone.BAD)}")
-        lines.append(f"      fix: {node_fix(problem)}")
+        lack = node_lack(problem)
+        if len(f"    {problem.node}: {lack}") <= WRAP_WIDTH:
+            lines.append(f"    {problem.node}: {options.paint(lack, Tone.BAD)}")
+        else:
+            lines += [f"    {problem.node}:", f"      {options.paint(lack, Tone.BAD)}"]
+        lines += command_lines("      fix: ", node_fix(problem))
     return lines
+
+
+def command_lines(lead: str, command: str) -> list[str]:
+    """A command after its lead, on a line of its own when too wide: never broken, so it copies."""
+    if len(lead + command) <= WRAP_WIDTH:
+        return [lead + command]
+    return [lead.rstrip(), " " * (len(lead) - len(lead.lstrip()) + 2) + command]
 
 
 def node_lack(problem: NodeProblem) -> str:
@@ -259,6 +283,8 @@ def node_fix(problem: NodeProblem) -> str:
 def service_lines(
     evaluation: Evaluation, verdict: ServiceVerdict, options: ExplainOptions
 ) -> list[str]:
+    if NODES in options.missing:
+        return service_lines_without_nodes(evaluation, verdict, options)
     service = verdict.service
     title = options.paint(f"Service {service.namespace}/{service.name}", Tone.BOLD)
     lines = [
@@ -273,11 +299,40 @@ def service_lines(
     lines += fields("kube-proxy", proxy_lines(evaluation, verdict, options))
     lines += table_lines(verdict, options)
     lines += items("Warnings", load_warnings(verdict), options, Tone.WARN)
-    drift = (_DRIFT_TEXT[kind] for kind in sorted(verdict.drift))
-    lines += items("Drift", drift, options, Tone.WARN)
+    lines += items("Drift", drift_texts(verdict), options, Tone.WARN)
     lines += fields("Config issues", config_issue_lines(verdict, options))
     if verdict.mechanism is Mechanism.AUTO:
         lines += advisor_lines(evaluation.capacity, verdict, options)
+    return lines
+
+
+def service_lines_without_nodes(
+    evaluation: Evaluation, verdict: ServiceVerdict, options: ExplainOptions
+) -> list[str]:
+    """Only what the Service and its slices tell: nothing that needs the zones' CPU or nodes."""
+    service = verdict.service
+    title = options.paint(f"Service {service.namespace}/{service.name}", Tone.BOLD)
+    lines = [
+        f"{title} ({verdict.address_type})",
+        *prose("Mechanism", mechanism_text(verdict), options),
+    ]
+    if verdict.mechanism is Mechanism.AUTO:
+        lines.append(field("Verdict", options.paint("unknown", Tone.WARN) + " (no Nodes)"))
+        lines += prose(
+            "Why",
+            "auto allocates by each zone's share of allocatable CPU, read from Nodes; without "
+            "them the controller's decision cannot be told",
+            options,
+        )
+    else:
+        lines.append(field("Verdict", verdict_text(verdict, options)))
+        lines += prose("Why", why_text(evaluation, verdict), options)
+    lines += completeness_lines(verdict, options)
+    lines.append(field("kube-proxy", "unknown without Nodes (a node's zone decides its mode)"))
+    lines += table_lines(verdict, options)
+    if verdict.mechanism is not Mechanism.AUTO:
+        lines += items("Drift", drift_texts(verdict), options, Tone.WARN)
+    lines += fields("Config issues", config_issue_lines(verdict, options))
     return lines
 
 
@@ -325,14 +380,14 @@ def why_text(evaluation: Evaluation, verdict: ServiceVerdict) -> str:
             " and for its node" if verdict.service.traffic_distribution == "PreferSameNode" else ""
         )
         return (
-            f"trafficDistribution never refuses: the controller hints each of the {n} ready "
-            f"endpoints for its own zone{node}, however few endpoints a zone has"
+            f"trafficDistribution never refuses: the controller hints {each_endpoint(n)} for "
+            f"its own zone{node}, however few endpoints a zone has"
         )
     if verdict.reason is None:
         return (
-            f"{n} ready endpoints in {len(capacity.zone_ratios)} zones: the controller hints "
-            "them all, giving each zone between MIN and MAX so that no zone gets more than 20% "
-            "above its share"
+            f"{plural(n, 'ready endpoint')} in {plural(len(capacity.zone_ratios), 'zone')}: the "
+            "controller hints them all, giving each zone between MIN and MAX so that no zone "
+            "gets more than 20% above its share"
         )
     return "refused: " + refusal_text(capacity, verdict, verdict.reason)
 
@@ -341,11 +396,14 @@ def refusal_text(capacity: ClusterCapacity, verdict: ServiceVerdict, reason: Dis
     n = verdict.ready_endpoints
     zones = len(capacity.zone_ratios)
     if reason is DisableReason.INSUFFICIENT_NUMBER_OF_ENDPOINTS:
-        return f"{n} ready endpoints for {zones} zones: some zone would get none"
+        if n == 0:
+            return f"no ready endpoint for {zones} zones: every zone would get none"
+        return f"{plural(n, 'ready endpoint')} for {zones} zones: some zone would get none"
     if reason is DisableReason.MIN_ALLOCATION_EXCEEDS_OVERLOAD_THRESHOLD:
         minimums = [zone_minimum(ratio, n) for ratio in capacity.zone_ratios.values()]
         return (
-            f"{n} ready endpoints in {zones} zones of {share_words(capacity)} need at least "
+            f"{plural(n, 'ready endpoint')} in {zones} zones of {share_words(capacity)} need at "
+            "least "
             f"{'+'.join(map(str, minimums))} = {sum(minimums)} to keep every zone within 20% "
             "of its share; the controller removes every hint"
         )
@@ -358,8 +416,8 @@ def refusal_text(capacity: ClusterCapacity, verdict: ServiceVerdict, reason: Dis
     if reason is DisableReason.NO_ZONE_SPECIFIED:
         missing = n - sum(verdict.zone_endpoints.values())
         return (
-            f"{missing} of the {n} ready endpoints have no zone, so they cannot be placed; "
-            "the controller removes every hint"
+            f"{some_of(missing, n)} no zone, so {'it' if missing == 1 else 'they'} cannot be "
+            "placed; the controller removes every hint"
         )
     return f"{reason.explanation}; the controller removes every hint"
 
@@ -383,7 +441,10 @@ def completeness_lines(verdict: ServiceVerdict, options: ExplainOptions) -> list
     ready, hinted = verdict.ready_endpoints, verdict.hinted_endpoints
     if completeness is None:
         return [field("Hint completeness", "- (no ready endpoints)")]
-    counts = f"{percent(completeness)} ({hinted} of {ready} ready endpoints have a zone hint)"
+    counts = (
+        f"{percent(completeness)} ({hinted} of {plural(ready, 'ready endpoint')} "
+        f"{'has' if hinted == 1 else 'have'} a zone hint)"
+    )
     lines = [field("Hint completeness", counts)]
     if 0 < completeness < 1:
         consequence = "partial, so kube-proxy ignores every hint: Cluster on every node"
@@ -401,10 +462,10 @@ def proxy_lines(
     lines = []
     for zone, mode in proxy.by_zone.items():
         nodes = [n for n in evaluation.nodes.by_zone.get(zone, ()) if n not in proxy.same_node]
-        tone = {ProxyMode.PREFER_SAME_ZONE: Tone.GOOD, ProxyMode.LOCAL: Tone.BOLD}
-        painted = options.paint(f"{mode:<14}", tone.get(mode, Tone.WARN))
         what = _MODE_TEXT[mode] if nodes else "every node of the zone is in PreferSameNode"
-        lines.append(f"{zone_name(zone):<{width}}  {painted}  {plural(len(nodes), 'node')}: {what}")
+        lines += proxy_mode_lines(
+            f"{zone_name(zone):<{width}}", mode, f"{plural(len(nodes), 'node')}: {what}", options
+        )
     if proxy.same_node:
         same_node = (
             f"{ProxyMode.PREFER_SAME_NODE} on {', '.join(proxy.same_node)}: "
@@ -414,8 +475,43 @@ def proxy_lines(
     return lines
 
 
+def proxy_mode_lines(zone: str, mode: ProxyMode, text: str, options: ExplainOptions) -> list[str]:
+    """One zone's mode, its text wrapped under itself (or under the zone when zones are long)."""
+    tone = {ProxyMode.PREFER_SAME_ZONE: Tone.GOOD, ProxyMode.LOCAL: Tone.BOLD}
+    lead = f"{zone}  {mode:<14}  "
+    available = WRAP_WIDTH - len(INDENT)
+    hang = " " * len(lead) if len(lead) <= available // 2 else "    "
+    wrapped = textwrap.wrap(
+        lead + text,
+        width=available,
+        subsequent_indent=hang,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    painted = options.paint(f"{mode:<14}", tone.get(mode, Tone.WARN))
+    return [wrapped[0].replace(f"  {mode:<14}", f"  {painted}", 1), *wrapped[1:]]
+
+
 def plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def each_endpoint(count: int) -> str:
+    """'each of the 3 ready endpoints', in the singular and for none too."""
+    if count == 0:
+        return "every ready endpoint (there is none yet)"
+    if count == 1:
+        return "its one ready endpoint"
+    return f"each of the {count} ready endpoints"
+
+
+def some_of(part: int, whole: int) -> str:
+    """'1 of the 16 ready endpoints has', 'all 3 ready endpoints have', 'the one ... has'."""
+    if part == whole == 1:
+        return "the one ready endpoint has"
+    if part == whole:
+        return f"all {whole} ready endpoints have"
+    return f"{part} of the {whole} ready endpoints {'has' if part == 1 else 'have'}"
 
 
 def table_rows(verdict: ServiceVerdict) -> list[tuple[str, ...]]:
@@ -468,6 +564,49 @@ def load_warnings(verdict: ServiceVerdict) -> list[str]:
     return warnings
 
 
+def drift_texts(verdict: ServiceVerdict) -> list[str]:
+    """Each kind of drift with the figures and zones it concerns."""
+    texts = []
+    unhinted = verdict.ready_endpoints - verdict.hinted_endpoints
+    for kind in sorted(verdict.drift):
+        if kind is DriftKind.HINTS_MISSING:
+            where = zone_list(
+                zone
+                for zone, count in verdict.zone_endpoints.items()
+                if verdict.mechanism is Mechanism.TRAFFIC_DISTRIBUTION
+                and count > (verdict.zones[zone].hinted if zone in verdict.zones else 0)
+            )
+            lack = "lacks" if unhinted == 1 else "lack"
+            texts.append(
+                f"{unhinted} of {plural(verdict.ready_endpoints, 'ready endpoint')}{where} "
+                f"{lack} the zone hint the controller should have written ({_CONTROLLER_LAG})"
+            )
+        elif kind is DriftKind.UNEXPECTED_HINTS:
+            where = zone_list(zone for zone, zv in verdict.zones.items() if zv.hinted)
+            carry = "carries" if verdict.hinted_endpoints == 1 else "carry"
+            texts.append(
+                f"{plural(verdict.hinted_endpoints, 'ready endpoint')} {carry} zone hints"
+                f"{where.replace(' in ', ' for ', 1)} that the controller should have removed "
+                "(kube-proxy still follows them)"
+            )
+        else:
+            texts.extend(
+                f"{zone}: {zone_verdict.hinted} hinted, outside its MIN..MAX range "
+                f"{zone_verdict.minimum}..{zone_verdict.maximum} ({_CONTROLLER_LAG})"
+                for zone, zone_verdict in verdict.zones.items()
+                if zone_verdict.minimum is not None
+                and zone_verdict.maximum is not None
+                and not zone_verdict.minimum <= zone_verdict.hinted <= zone_verdict.maximum
+            )
+    return texts
+
+
+def zone_list(zones: Iterable[str]) -> str:
+    """' in zone-a, zone-b', or nothing when no zone is known."""
+    named = sorted(zone_name(zone) for zone in zones)
+    return f" in {', '.join(named)}" if named else ""
+
+
 def config_issue_lines(verdict: ServiceVerdict, options: ExplainOptions) -> list[str]:
     lines = []
     for issue in sorted(verdict.config_issues):
@@ -500,7 +639,10 @@ def advisor_lines(
     if counts.start > 1:
         tokens.insert(0, ("...", "..."))
     lines = fields("Replica advisor", wrap(tokens, WRAP_WIDTH - len(INDENT)))
-    lines.append(field("Suggestion", suggestion(capacity, verdict, options)))
+    advice = suggestion(capacity, verdict)
+    lines += prose("Suggestion", advice.text, options, advice.tone)
+    if advice.command is not None:
+        lines += command_lines(INDENT, advice.command)
     return lines
 
 
@@ -514,27 +656,63 @@ def advisor_token(
     return f"{n} {word}{now}", f"{n} {painted}{now}"
 
 
-def suggestion(capacity: ClusterCapacity, verdict: ServiceVerdict, options: ExplainOptions) -> str:
+class Advice(NamedTuple):
+    text: str
+    tone: Tone | None = None
+    # A command that does it, printed on a line of its own so that it copies whole.
+    command: str | None = None
+
+
+def suggestion(capacity: ClusterCapacity, verdict: ServiceVerdict) -> Advice:
+    """What to do next, and how to paint it."""
     n = verdict.ready_endpoints
-    if verdict.reason is DisableReason.NO_ZONE_SPECIFIED:
-        return "the endpoint count is fine: give every ready endpoint a zone (label its node)"
     if verdict.reason is None:
-        return fragility(capacity, n, options)
+        return fragility(capacity, n)
+    shadowed = shadowed_field_suggestion(verdict)
+    if shadowed is not None:
+        return shadowed
+    if verdict.reason is DisableReason.NO_ZONE_SPECIFIED:
+        return Advice(
+            "the endpoint count is fine: give every ready endpoint a zone (label its node)"
+        )
     nearest = verdict.nearest_feasible
     targets = [t for t in (nearest.below, nearest.above) if t is not None] if nearest else []
     if not targets:
-        return "no endpoint count enables hints with today's zone shares"
-    return f"scale to {' or '.join(map(str, targets))} ready endpoints to enable hints"
+        return Advice("no endpoint count enables hints with today's zone shares")
+    *others, last = targets
+    wanted = " or ".join([*map(str, others), plural(last, "ready endpoint")])
+    if n == 0:
+        return Advice(
+            "no endpoint is ready, so there is nothing to route: make the Service's pods ready "
+            f"(or scale it up); the controller would enable hints at {wanted}"
+        )
+    return Advice(f"scale to {wanted} to enable hints")
 
 
-def fragility(capacity: ClusterCapacity, n: int, options: ExplainOptions) -> str:
+def shadowed_field_suggestion(verdict: ServiceVerdict) -> Advice | None:
+    """When an annotation hides spec.trafficDistribution, removing it is the fix, not scaling."""
+    service = verdict.service
+    decider = deciding_annotation(service)
+    if (
+        ConfigIssue.ANNOTATION_SHADOWS_TRAFFIC_DISTRIBUTION not in verdict.config_issues
+        or decider is None
+    ):
+        return None
+    return Advice(
+        f"remove the annotation so that spec.trafficDistribution={service.traffic_distribution} "
+        "applies (it never refuses):",
+        command=f"kubectl annotate service -n {service.namespace} {service.name} {decider[0]}-",
+    )
+
+
+def fragility(capacity: ClusterCapacity, n: int) -> Advice:
     """Hints are on; say whether one endpoint more or less (a rollout) would turn them off."""
     neighbours = {n - 1: "one pod down", n + 1: "one surge pod in a rollout"}
     risky = [
-        f"{m} ready endpoints ({why})"
+        f"{plural(m, 'ready endpoint')} ({why})"
         for m, why in neighbours.items()
         if m >= 1 and refusal_reason(capacity, m) is not None
     ]
     if not risky:
-        return f"hints stay on at {n - 1} and {n + 1} ready endpoints too"
-    return options.paint(f"hints are on, but would be disabled at {' or '.join(risky)}", Tone.WARN)
+        return Advice(f"hints stay on at {n - 1} and {n + 1} ready endpoints too")
+    return Advice(f"hints are on, but would be disabled at {' or '.join(risky)}", Tone.WARN)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import kubernetes
 import urllib3
@@ -47,6 +48,25 @@ def api_client(kubeconfig: str | None = None, context: str | None = None) -> Api
         where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         detail = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise ConfigError(f"cannot load cluster configuration from {where}: {detail}") from None
+
+
+SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+def default_namespace(kubeconfig: str | None = None, context: str | None = None) -> str:
+    """The namespace kubectl would use without -n: the context's, or the pod's own in-cluster."""
+    if kubeconfig is None and context is None and "KUBERNETES_SERVICE_HOST" in os.environ:
+        try:
+            return Path(SERVICE_ACCOUNT_NAMESPACE).read_text().strip() or "default"
+        except OSError:
+            return "default"
+    try:
+        contexts, active = kubernetes.config.list_kube_config_contexts(config_file=kubeconfig)
+    except (kubernetes.config.ConfigException, OSError, ValueError, TypeError):
+        return "default"  # the same file fails to load next, with a clear message
+    chosen = next((c for c in contexts if c.get("name") == context), None) if context else active
+    namespace = ((chosen or {}).get("context") or {}).get("namespace")
+    return str(namespace) if namespace else "default"
 
 
 class KubeTransport:
