@@ -176,7 +176,8 @@ def summary_row(verdict: ServiceVerdict, *, nodes_known: bool, wide: bool) -> di
         "READY": str(verdict.ready_endpoints),
         "HINTED": "-" if completeness is None else f"{completeness * 100:.0f}%",
         "PROBLEMS": ",".join(problems(verdict, nodes_known=nodes_known)) or "-",
-        "ENDPOINTS BY ZONE": " ".join(f"{zone}={n}" for zone, n in verdict.zone_endpoints.items()) or "-",
+        "ENDPOINTS BY ZONE": " ".join(f"{zone}={n}" for zone, n in verdict.zone_endpoints.items())
+        or "-",
         "NEAREST FEASIBLE": nearest_words(verdict) if nodes_known else "-",
     }
     if not wide:
