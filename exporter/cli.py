@@ -16,6 +16,7 @@ from exporter.serve import ServeOptions, resolve_shard, split_list
 from exporter.server import parse_listen_address
 from exporter.snapshot import SnapshotError, load_snapshot
 from exporter.sources.kubeapi import ConfigError
+from exporter.web.links import parse_external_url
 
 PROG = "topology-hints-exporter"
 EXIT_USAGE = 2
@@ -91,6 +92,12 @@ def _add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentPars
     )
     http.add_argument("--tls-cert-file", metavar="PATH", help="serve HTTPS with this certificate")
     http.add_argument("--tls-key-file", metavar="PATH", help="private key for --tls-cert-file")
+    http.add_argument(
+        "--external-url",
+        metavar="URL",
+        help="the URL users reach the exporter at (behind a proxy: with its path); "
+        "the status page's links are built from it",
+    )
     scope = serve.add_argument_group("what to export")
     scope.add_argument(
         "--all-services",
@@ -145,6 +152,7 @@ def _serve_options(args: argparse.Namespace) -> ServeOptions:
     try:
         shard = resolve_shard(args.shard)
         parse_listen_address(args.listen_address)
+        external_url = parse_external_url(args.external_url) if args.external_url else None
         allow, deny = split_list(args.metric_allowlist), split_list(args.metric_denylist)
         for pattern in (*allow, *deny):
             re.compile(pattern)
@@ -166,6 +174,7 @@ def _serve_options(args: argparse.Namespace) -> ServeOptions:
         metric_denylist=deny,
         tls_cert_file=args.tls_cert_file,
         tls_key_file=args.tls_key_file,
+        external_url=external_url,
         shard=shard,
         total_shards=args.total_shards,
         log_level=args.log_level,

@@ -35,6 +35,8 @@ from exporter.sources.cluster import ENDPOINT_SLICES, EVENTS, NODES, SERVICES, s
 from exporter.sources.informer import Informer, InformerSettings
 from exporter.sources.kubeapi import KubeTransport, api_client
 from exporter.store import ClusterStore
+from exporter.web.app import StatusPages
+from exporter.web.render import WatchHealth
 
 logger = structlog.get_logger("exporter")
 
@@ -54,6 +56,7 @@ class ServeOptions:
     metric_denylist: tuple[str, ...] = ()
     tls_cert_file: str | None = None
     tls_key_file: str | None = None
+    external_url: str | None = None
     shard: int = 0
     total_shards: int = 1
     log_level: str = "info"
@@ -141,8 +144,15 @@ class Exporter:
             family_filter=family_filter,
         )
         metrics = MetricsEndpoint(self.renderer, own_filtered, self.registry)
+        self.pages = StatusPages(
+            lambda: self.evaluator.state,
+            readiness=self.readiness,
+            watches=self.watch_health,
+            source=f"snapshot {options.snapshot}" if options.snapshot else "Kubernetes API",
+            external_url=options.external_url,
+        )
         self.server = MetricsServer(
-            make_app(metrics, ready=self.readiness, healthy=self.liveness),
+            make_app(metrics, ready=self.readiness, healthy=self.liveness, pages=self.pages),
             options.listen_address,
             tls_cert_file=options.tls_cert_file,
             tls_key_file=options.tls_key_file,
@@ -164,6 +174,18 @@ class Exporter:
             if informer.spec.required and not informer.synced.is_set()
         ]
         return False, "not ready: " + ("; ".join(waiting) or "evaluating")
+
+    def watch_health(self) -> tuple[WatchHealth, ...]:
+        """Each watch's state in words, for the status page."""
+        health = []
+        for informer in self.informers:
+            synced = informer.synced.is_set()
+            if informer.problem is not None:
+                words, tone = f"retrying: {informer.problem}", "warn" if synced else "bad"
+            else:
+                words, tone = ("watching", "good") if synced else ("listing", "warn")
+            health.append(WatchHealth(informer.spec.resource, words, tone))
+        return tuple(health)
 
     def liveness(self) -> tuple[bool, str]:
         dead = [thread.name for thread in self._threads if not thread.is_alive()]

@@ -41,7 +41,13 @@ class _QuietHandler(WSGIRequestHandler):
         """Access logs would drown the useful lines; Prometheus scrapes every few seconds."""
 
 
-def make_app(metrics_app: WSGIApplication, *, ready: Check, healthy: Check) -> WSGIApplication:
+def make_app(
+    metrics_app: WSGIApplication,
+    *,
+    ready: Check,
+    healthy: Check,
+    pages: WSGIApplication | None = None,
+) -> WSGIApplication:
 
     def text(
         start_response: StartResponse, status: str, body: str, content_type: str = "text/plain"
@@ -69,6 +75,9 @@ def make_app(metrics_app: WSGIApplication, *, ready: Check, healthy: Check) -> W
             return check(start_response, healthy)
         if path == "/readyz":
             return check(start_response, ready)
+        if pages is not None:
+            # The status pages (exporter.web) serve / and everything else, 404s included.
+            return pages(environ, start_response)
         if path == "/":
             page = _INDEX.format(version=__version__, ready=html.escape(ready()[1]))
             return text(start_response, "200 OK", page, "text/html")
