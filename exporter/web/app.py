@@ -23,6 +23,7 @@ from exporter.web.render import (
     WatchHealth,
     index_page,
     not_found_page,
+    preload,
     service_page,
 )
 from exporter.web.table import Query, StatusView, status_view
@@ -60,7 +61,7 @@ class _PerState:
     def view(self, state: ExporterState) -> StatusView:
         with self._lock:
             if self._state is not state or self._view is None:
-                self._state, self._view = state, status_view(state)
+                self._state, self._view = state, status_view(state, self._view)
                 self._evaluation_json = None
             return self._view
 
@@ -92,6 +93,7 @@ class StatusPages:
         self.links = Links.from_external_url(external_url)
         self._cache = _PerState()
         self._assets = {name: _asset(name) for name in _ASSETS}
+        preload()
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         method = environ.get("REQUEST_METHOD", "GET")

@@ -59,6 +59,15 @@ class PageContext:
     watches: tuple[WatchHealth, ...] = ()
 
 
+TEMPLATES = ("index.html", "service.html", "not_found.html")
+
+
+def preload() -> None:
+    """Compile every template now, so that no visitor waits for it."""
+    for template in TEMPLATES:
+        _ENVIRONMENT.get_template(template)
+
+
 def _render(template: str, **values: object) -> bytes:
     return _ENVIRONMENT.get_template(template).render(**values).encode()
 
@@ -80,6 +89,8 @@ def index_page(view: StatusView, query: Query, links: Links, context: PageContex
         page=page,
         total=len(view.rows),
         columns=COLUMNS,
+        # Cells computed here, not through template calls: a page can hold 1,000 rows.
+        cells=[[column.cell(row) for column in COLUMNS] for row in page.rows],
         pagination=page_links(page, links),
     )
 

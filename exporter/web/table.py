@@ -11,14 +11,17 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
+from itertools import chain
+from operator import attrgetter
 from types import MappingProxyType
 from urllib.parse import parse_qs, urlencode
 
 from exporter.engine import Evaluation, ExpectedState, Mechanism, ServiceVerdict
-from exporter.evaluator import ExporterState
+from exporter.evaluator import ExporterState, ServiceResult
 from exporter.web.facts import ClusterFacts, cluster_facts, has_overloaded_zone, share
 from exporter.web.links import Links
 
+ServiceKey = tuple[str, str]
 DEFAULT_PER_PAGE = 100
 PER_PAGE_CHOICES = (50, 100, 500)
 MAX_PER_PAGE = 1000
@@ -38,8 +41,22 @@ class ServiceRow:
     verdict: ServiceVerdict
     problems: tuple[str, ...]
     severity: Severity
-    # Lower-case words the text filter searches.
-    search_text: str
+    # Problems first, then namespace, name and address type.
+    order: tuple[int, str, str, str]
+
+    @property
+    def search_text(self) -> str:
+        """Lower-case words the text filter searches; built only when a text filter is set."""
+        verdict = self.verdict
+        words = (
+            f"{self.namespace}/{self.name}",
+            verdict.address_type,
+            verdict.mechanism,
+            verdict.expected_state,
+            verdict.reason or "",
+            *self.problems,
+        )
+        return " ".join(words).lower()
 
     @property
     def namespace(self) -> str:
@@ -48,10 +65,6 @@ class ServiceRow:
     @property
     def name(self) -> str:
         return self.verdict.service.name
-
-    @property
-    def sort_key(self) -> tuple[int, str, str, str]:
-        return (self.severity, *self.verdict.key)
 
 
 def problems_of(verdict: ServiceVerdict) -> tuple[tuple[str, ...], Severity]:
@@ -82,15 +95,8 @@ def problems_of(verdict: ServiceVerdict) -> tuple[tuple[str, ...], Severity]:
 def service_row(verdict: ServiceVerdict) -> ServiceRow:
     problems, severity = problems_of(verdict)
     service = verdict.service
-    words = (
-        f"{service.namespace}/{service.name}",
-        verdict.address_type,
-        str(verdict.mechanism),
-        str(verdict.expected_state),
-        str(verdict.reason or ""),
-        *problems,
-    )
-    return ServiceRow(verdict, problems, severity, " ".join(words).lower())
+    order = (int(severity), service.namespace, service.name, verdict.address_type)
+    return ServiceRow(verdict, problems, severity, order)
 
 
 # Columns
@@ -228,32 +234,53 @@ class StatusView:
     namespaces: tuple[str, ...]
     # Tally param -> value -> number of rows.
     counts: Mapping[str, Mapping[str, int]]
+    # The rows of each Service result, for the next state to reuse.
+    rows_of: Mapping[ServiceKey, tuple[ServiceResult, tuple[ServiceRow, ...]]]
 
 
-def status_view(state: ExporterState) -> StatusView:
-    verdicts = sorted(
-        (verdict for result in state.services.values() for verdict in result.verdicts),
-        key=lambda verdict: verdict.key,
+def status_view(state: ExporterState, previous: StatusView | None = None) -> StatusView:
+    """The view of a state; rows of Services not re-evaluated since `previous` are reused.
+
+    The evaluator replaces a Service's result only when it re-evaluates it, so after a
+    change only the changed Services get new rows; the rest is sorting and counting.
+    """
+    reusable = previous.rows_of if previous is not None else {}
+    rows_of = {}
+    for key, result in state.services.items():
+        known = reusable.get(key)
+        if known is not None and known[0] is result:
+            rows_of[key] = known
+        else:
+            rows_of[key] = (result, tuple(service_row(verdict) for verdict in result.verdicts))
+    # A result's verdicts are sorted by address type: sorted keys give the evaluation order.
+    verdicts = tuple(
+        verdict for key in sorted(state.services) for verdict in state.services[key].verdicts
     )
-    evaluation = Evaluation(capacity=state.capacity, nodes=state.nodes, services=tuple(verdicts))
-    rows = sorted((service_row(verdict) for verdict in verdicts), key=lambda row: row.sort_key)
-    counts = {}
-    for tally in TALLIES:
-        counter: Counter[str] = Counter()
-        for row in rows:
-            values = tally.classify(row)
-            counter.update(values)
-            if values and tally.any_choice is not None:
-                counter[tally.any_choice[0]] += 1
-        counts[tally.param] = MappingProxyType(dict(counter))
+    evaluation = Evaluation(capacity=state.capacity, nodes=state.nodes, services=verdicts)
+    rows = sorted(
+        (row for _, service_rows in rows_of.values() for row in service_rows),
+        key=attrgetter("order"),
+    )
     return StatusView(
         state=state,
         evaluation=evaluation,
         cluster=cluster_facts(evaluation),
         rows=tuple(rows),
-        namespaces=tuple(sorted({row.namespace for row in rows})),
-        counts=MappingProxyType(counts),
+        namespaces=tuple(sorted({key[0] for key in state.services})),
+        counts=_counts(rows),
+        rows_of=MappingProxyType(rows_of),
     )
+
+
+def _counts(rows: list[ServiceRow]) -> Mapping[str, Mapping[str, int]]:
+    counts = {}
+    for tally in TALLIES:
+        values = list(map(tally.classify, rows))
+        counter = Counter(chain.from_iterable(values))
+        if tally.any_choice is not None:
+            counter[tally.any_choice[0]] = sum(map(bool, values))
+        counts[tally.param] = MappingProxyType(dict(counter))
+    return MappingProxyType(counts)
 
 
 # Filtering and pagination, from the query string
