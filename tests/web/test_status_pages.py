@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -20,7 +22,7 @@ from exporter.store import ClusterStore
 from exporter.web.app import StatusPages
 from exporter.web.links import Links, explain_url, parse_external_url
 from exporter.web.table import Query, Severity, status_view
-from tests.conftest import EXAMPLES_DIR, exporter_command
+from tests.conftest import EXAMPLES_DIR, PROJECT_ROOT, exporter_command
 
 DEMO = EXAMPLES_DIR / "demo-cluster.json"
 MARKUP = "<img src=x onerror=alert(1)>"
@@ -264,3 +266,38 @@ def test_bad_external_url_flag_exits_2_with_one_line() -> None:
         "topology-hints-exporter: error: external URL 'nope' is not an absolute http:// or "
         "https:// URL\n"
     )
+
+
+def test_rows_of_unchanged_services_are_reused() -> None:
+    """After one Service changes, the next view builds one new row and reuses the others."""
+    snapshot = load_snapshot(str(DEMO))
+    store = ClusterStore()
+    store.replace_nodes(snapshot.nodes)
+    store.replace_services(snapshot.services)
+    store.replace_endpoint_slices(snapshot.endpoint_slices)
+    evaluator = Evaluator(store)
+    before = status_view(evaluator.step())
+    ledger = next(s for s in snapshot.services if s.key == ("payments", "ledger"))
+    store.upsert_service(replace(ledger, topology_mode_annotation=None))
+    state = evaluator.step()
+    after, fresh = status_view(state, before), status_view(state)
+    assert [row.order for row in after.rows] == [row.order for row in fresh.rows]
+    assert {k: dict(v) for k, v in after.counts.items()} == {
+        k: dict(v) for k, v in fresh.counts.items()
+    }
+    assert after.counts["mechanism"]["none"] == before.counts["mechanism"]["none"] + 1
+    reused = {key for key in state.services if after.rows_of[key] is before.rows_of[key]}
+    assert reused == set(state.services) - {("payments", "ledger")}
+
+
+def test_status_page_benchmark_runs() -> None:
+    """`bench/status_page.py` still works at a tiny size (no timing asserted)."""
+    completed = subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / "bench" / "status_page.py"), "--nodes", "30",
+         "--services", "60", "--endpoints", "400"],
+        capture_output=True, text=True, timeout=120, check=False, cwd=PROJECT_ROOT,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    for row in ("/ (cold: builds the rows)", "/ (after one Service changed)", "/services/NS/NAME",
+                "/api/v1/evaluation"):  # fmt: skip
+        assert row in completed.stdout, completed.stdout
