@@ -273,12 +273,22 @@ class Exporter:
                 # One bad evaluation must not kill the exporter; the next change retries.
                 logger.exception("evaluation failed")
             if not self._ready.is_set():
+                self._warm_pages()
                 # The initial snapshot lives as long as the process: keep later collections
                 # from rescanning it.
                 gc.freeze()
                 self._ready.set()
                 logger.info("ready", **self.store.counts())
             self.store.wait_for_changes(0.5)
+
+    def _warm_pages(self) -> None:
+        # The status page's rows of the whole cluster: built once now (later states rebuild
+        # only changed Services' rows), and frozen with the rest by gc.freeze().
+        try:
+            self.pages.warm()
+        except Exception:
+            # The page will try again on its first visit; metrics must not wait for it.
+            logger.exception("building the status page failed")
 
 
 def run(options: ServeOptions) -> int:
