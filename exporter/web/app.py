@@ -111,9 +111,7 @@ class StatusPages:
                 extra=[("Allow", ", ".join(_METHODS))],
             )  # fmt: skip
         status, content_type, body = self.handle(path, environ.get("QUERY_STRING", ""))
-        return self._respond(
-            start_response, status, content_type, b"" if method == "HEAD" else body
-        )
+        return self._respond(start_response, status, content_type, body, head=method == "HEAD")
 
     def handle(self, path: str, query_string: str = "") -> tuple[str, str, bytes]:
         """(status, content type, body) for a route; the pure core of __call__."""
@@ -181,7 +179,10 @@ class StatusPages:
         content_type: str,
         body: bytes,
         extra: list[tuple[str, str]] | None = None,
+        *,
+        head: bool = False,
     ) -> Iterable[bytes]:
+        """HEAD gets the headers GET would, Content-Length included, and no body."""
         start_response(
             status,
             [
@@ -195,7 +196,7 @@ class StatusPages:
                 *(extra or []),
             ],
         )
-        return [body]
+        return [b""] if head else [body]
 
 
 def _service_key(path: str, prefix: str) -> tuple[str, str] | None:
