@@ -301,3 +301,19 @@ def test_status_page_benchmark_runs() -> None:
     for row in ("/ (cold: builds the rows)", "/ (after one Service changed)", "/services/NS/NAME",
                 "/api/v1/evaluation"):  # fmt: skip
         assert row in completed.stdout, completed.stdout
+
+
+@pytest.mark.parametrize("example", sorted(EXAMPLES_DIR.glob("*.json")), ids=lambda p: p.stem)
+def test_every_page_of_every_example_renders(example: Path) -> None:
+    """Insufficient node info, partial hints, overrides...: each page renders (strict templates)."""
+    state = evaluated(load_snapshot(str(example)))
+    app = pages(state)
+    index = get(app, "/")
+    assert index[0] == "200 OK"
+    for namespace, name in state.services:
+        status, _, body = get(app, f"/services/{namespace}/{name}")
+        assert status == "200 OK", (namespace, name)
+        assert f"Service {namespace}/{name}".encode() in body
+    if not state.capacity.sufficient:
+        assert b"insufficient" in index[2]
+        assert b"kubectl label node" in index[2] or b"label worker nodes" in index[2]
