@@ -248,6 +248,12 @@ def _add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentPars
         metavar="PATH",
         help="exporter-toolkit web configuration (TLS, basic auth), as Prometheus exporters read",
     )
+    http.add_argument(
+        "--external-url",
+        metavar="URL",
+        help="the URL users reach the exporter at (behind a proxy: with its path); "
+        "the status page's links are built from it",
+    )
     scope = serve.add_argument_group("what to export")
     scope.add_argument(
         "--all-services",
@@ -302,6 +308,7 @@ def _check_tls_flags(args: argparse.Namespace) -> None:
 def _serve_options(args: argparse.Namespace) -> ServeOptions:
     from exporter.serve import ServeOptions, resolve_shard, split_list  # noqa: PLC0415
     from exporter.server import parse_listen_address  # noqa: PLC0415
+    from exporter.web.links import parse_external_url  # noqa: PLC0415
 
     if args.kubeconfig and args.snapshot:
         raise CommandError("--snapshot and --kubeconfig are exclusive: serve one source")
@@ -313,6 +320,7 @@ def _serve_options(args: argparse.Namespace) -> ServeOptions:
     try:
         shard = resolve_shard(args.shard)
         parse_listen_address(args.listen_address)
+        external_url = parse_external_url(args.external_url) if args.external_url else None
         allow, deny = split_list(args.metric_allowlist), split_list(args.metric_denylist)
         for pattern in (*allow, *deny):
             re.compile(pattern)
@@ -337,6 +345,7 @@ def _serve_options(args: argparse.Namespace) -> ServeOptions:
         tls_key_file=args.tls_key_file,
         tls_client_ca_file=args.tls_client_ca_file,
         web_config_file=args.web_config_file,
+        external_url=external_url,
         shard=shard,
         total_shards=args.total_shards,
         log_level=args.log_level,

@@ -36,6 +36,8 @@ from exporter.sources.cluster import ENDPOINT_SLICES, EVENTS, NODES, SERVICES, s
 from exporter.sources.informer import Informer, InformerSettings
 from exporter.sources.kubeapi import KubeTransport, api_client
 from exporter.store import ClusterStore
+from exporter.web.app import StatusPages
+from exporter.web.render import WatchHealth
 from exporter.webconfig import WebConfig, load_web_config, tls_from_flags
 
 if TYPE_CHECKING:
@@ -64,6 +66,8 @@ class ServeOptions:
     tls_client_ca_file: str | None = None
     # exporter-toolkit's web configuration (TLS, basic auth); exclusive with the tls flags.
     web_config_file: str | None = None
+    # Where users reach the exporter (behind a proxy, with its path): the pages' links.
+    external_url: str | None = None
     shard: int = 0
     total_shards: int = 1
     log_level: str = "info"
@@ -154,8 +158,17 @@ class Exporter:
             family_filter=family_filter,
         )
         metrics = MetricsEndpoint(self.renderer, own_filtered, self.registry)
-        # Other pages merge their routes into this table before the server starts.
+        self.pages = StatusPages(
+            lambda: self.evaluator.state,
+            readiness=self.readiness,
+            watches=self.watch_health,
+            source=f"snapshot {options.snapshot}" if options.snapshot else "Kubernetes API",
+            external_url=options.external_url,
+        )
         self.routes = default_routes(metrics, ready=self.readiness, healthy=self.liveness)
+        # The status pages answer every path the table does not name: /, /services/...,
+        # /api/v1/... and their static files.
+        self.routes["/*"] = self.pages
         web = self._web_config()
         self.server = MetricsServer(
             self._app(web),
@@ -211,6 +224,22 @@ class Exporter:
         if not lines:
             lines.append("- evaluating the first snapshot")
         return False, "not ready:\n" + "\n".join(lines)
+
+    def watch_health(self) -> tuple[WatchHealth, ...]:
+        """Each watch's state in words, for the status page."""
+        health = []
+        for informer in self.informers:
+            synced = informer.synced.is_set()
+            if informer.problem is not None:
+                # The same words as /readyz: never the library's text, hosts or URLs.
+                words = describe_problem(
+                    informer.spec.resource, informer.problem, self._down_since, time.time()
+                ).removeprefix(f"- {informer.spec.resource}: ")
+                tone = "warn" if synced else "bad"
+            else:
+                words, tone = ("watching", "good") if synced else ("listing", "warn")
+            health.append(WatchHealth(informer.spec.resource, words, tone))
+        return tuple(health)
 
     def liveness(self) -> tuple[bool, str]:
         dead = [thread.name for thread in self._threads if not thread.is_alive()]
@@ -298,12 +327,22 @@ class Exporter:
                 # One bad evaluation must not kill the exporter; the next change retries.
                 logger.exception("evaluation failed")
             if not self._ready.is_set():
+                self._warm_pages()
                 # The initial snapshot lives as long as the process: keep later collections
                 # from rescanning it.
                 gc.freeze()
                 self._ready.set()
                 logger.info("ready", **self.store.counts())
             self.store.wait_for_changes(0.5)
+
+    def _warm_pages(self) -> None:
+        # The status page's rows of the whole cluster: built once now (later states rebuild
+        # only changed Services' rows), and frozen with the rest by gc.freeze().
+        try:
+            self.pages.warm()
+        except Exception:
+            # The page will try again on its first visit; metrics must not wait for it.
+            logger.exception("building the status page failed")
 
 
 class _DownSince:

@@ -23,7 +23,6 @@ import binascii
 import contextlib
 import errno
 import hashlib
-import html
 import io
 import resource
 import socket
@@ -41,8 +40,6 @@ from urllib.parse import unquote_to_bytes, urlsplit
 import bcrypt
 import h11
 import structlog
-
-from exporter import __version__
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -73,20 +70,6 @@ _HOP_BY_HOP = frozenset(
         b"upgrade",
     }
 )
-
-_INDEX = """<!doctype html>
-<html><head><meta charset="utf-8"><title>topology-hints-exporter</title></head>
-<body>
-<h1>topology-hints-exporter {version}</h1>
-<p>Is Kubernetes topology-aware routing working, and if not, why.</p>
-<ul>
-<li><a href="metrics">/metrics</a>: Prometheus metrics</li>
-<li><a href="healthz">/healthz</a>: liveness</li>
-<li><a href="readyz">/readyz</a>: readiness</li>
-</ul>
-<pre>{ready}</pre>
-</body></html>
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +115,7 @@ def plain_text(
 
 
 def default_routes(metrics_app: WSGIApplication, *, ready: Check, healthy: Check) -> Routes:
-    """/metrics, /healthz, /readyz and an index page; others merge their routes on top."""
+    """/metrics, /healthz and /readyz; the status pages merge their routes on top."""
 
     def probe(check: Check) -> WSGIApplication:
         def app(_environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
@@ -142,15 +125,10 @@ def default_routes(metrics_app: WSGIApplication, *, ready: Check, healthy: Check
 
         return app
 
-    def index(_environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
-        page = _INDEX.format(version=__version__, ready=html.escape(ready()[1]))
-        return plain_text(start_response, "200 OK", page, "text/html")
-
     return {
         "/metrics": metrics_app,
         "/healthz": probe(healthy),
         "/readyz": probe(ready),
-        "/": index,
     }
 
 

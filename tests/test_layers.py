@@ -21,6 +21,7 @@ FORBIDDEN = {
     "exporter.metrics": (*_EDGES, "exporter.decode", "exporter.snapshot"),
     "exporter.explain": (*_EDGES, "exporter.metrics", "exporter.store"),
     "exporter.document": (*_EDGES, "exporter.metrics", "exporter.store"),
+    "exporter.web": (*_EDGES, "exporter.metrics", "exporter.store", "exporter.decode"),
     "exporter.sources": ("exporter.metrics", "exporter.serve", "exporter.server",
                          "exporter.evaluator"),
 }  # fmt: skip

@@ -1,0 +1,247 @@
+"""What the status pages say about the cluster and one Service: `explain`'s facts, as data.
+
+The sentences come from `exporter.explain` (the terminal text is laid out there; here only
+its facts and sentences are taken), so the page and `explain` never disagree. Every import
+from `exporter.explain` is in this module, so a change there is adapted in one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from exporter.engine import (
+    ClusterCapacity,
+    Evaluation,
+    ExpectedState,
+    Mechanism,
+    ProxyMode,
+    ServiceVerdict,
+)
+from exporter.engine.allocation import OVERLOAD_LIMIT, refusal_reason
+from exporter.explain import (
+    _MODE_TEXT,
+    TABLE_COLUMNS,
+    ExplainOptions,
+    advisor_range,
+    drift_texts,
+    event_text,
+    load_warnings,
+    mechanism_text,
+    node_fix,
+    node_lack,
+    percent,
+    suggestion,
+    table_rows,
+    why_text,
+    zone_name,
+)
+
+PLAIN = ExplainOptions(color=False)
+
+
+def has_overloaded_zone(verdict: ServiceVerdict) -> bool:
+    """Whether `load_warnings` has anything to say, without writing its sentences.
+
+    Asked of every Service of the cluster for each new state, so it must be cheap.
+    """
+    by_zone = verdict.proxy.by_zone
+    return any(
+        zone_verdict.load_factor is not None
+        and zone_verdict.load_factor > OVERLOAD_LIMIT
+        and by_zone.get(zone) is ProxyMode.PREFER_SAME_ZONE
+        for zone, zone_verdict in verdict.zones.items()
+    )
+
+
+def share(ratio: float) -> str:
+    return percent(ratio)
+
+
+def plural(count: int, singular: str, several: str | None = None) -> str:
+    return f"{count:,} {singular if count == 1 else several or singular + 's'}"
+
+
+@dataclass(frozen=True, slots=True)
+class ZoneShare:
+    zone: str
+    share: str
+    allocatable_cpu: str
+    ready_nodes: int
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFix:
+    node: str
+    lack: str
+    fix: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterFacts:
+    sufficient: bool
+    ready_nodes: int
+    zones: tuple[ZoneShare, ...]
+    offending: tuple[NodeFix, ...]
+
+
+def cluster_facts(evaluation: Evaluation) -> ClusterFacts:
+    capacity = evaluation.capacity
+    by_zone = evaluation.nodes.by_zone
+    return ClusterFacts(
+        sufficient=capacity.sufficient,
+        ready_nodes=len(evaluation.nodes.zone_of),
+        zones=tuple(
+            ZoneShare(
+                zone=zone,
+                share=percent(ratio),
+                allocatable_cpu=f"{capacity.zone_millicores[zone] / 1000:g}",
+                ready_nodes=len(by_zone.get(zone, ())),
+            )
+            for zone, ratio in capacity.zone_ratios.items()
+        ),
+        offending=tuple(
+            NodeFix(problem.node, node_lack(problem), node_fix(problem))
+            for problem in capacity.problems
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyRow:
+    zone: str
+    mode: str
+    nodes: int
+    meaning: str
+    follows_hints: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AdvisorStep:
+    endpoints: int
+    enabled: bool
+    current: bool
+
+
+@dataclass(frozen=True, slots=True)
+class IssueFix:
+    issue: str
+    fix: str
+
+
+@dataclass(frozen=True, slots=True)
+class ZoneTable:
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    # Rows whose load factor is above what `auto` allows (the last column).
+    overloaded: frozenset[int]
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceFacts:
+    verdict: ServiceVerdict
+    mechanism: str
+    why: str
+    expected_event: str | None
+    completeness: str
+    # Set when kube-proxy ignores the hints because only some endpoints carry one.
+    completeness_warning: str | None
+    proxy: tuple[ProxyRow, ...]
+    same_node: str | None
+    zones: ZoneTable
+    warnings: tuple[str, ...]
+    drift: tuple[str, ...]
+    config_issues: tuple[IssueFix, ...]
+    # None unless the mechanism is `auto`; empty while node info is insufficient.
+    advisor: tuple[AdvisorStep, ...] | None
+    suggestion: str | None
+
+
+def completeness_words(verdict: ServiceVerdict) -> tuple[str, str | None]:
+    completeness, ready = verdict.hint_completeness, verdict.ready_endpoints
+    if completeness is None:
+        return "- (no ready endpoints)", None
+    hinted = verdict.hinted_endpoints
+    verb = "has" if hinted == 1 else "have"
+    words = (
+        f"{percent(completeness)}: {hinted:,} of {plural(ready, 'ready endpoint')} {verb} "
+        "a zone hint"
+    )
+    if 0 < completeness < 1:
+        return words, "partial, so kube-proxy ignores every hint: Cluster on every node"
+    return words, None
+
+
+def proxy_rows(evaluation: Evaluation, verdict: ServiceVerdict) -> tuple[ProxyRow, ...]:
+    proxy = verdict.proxy
+    rows = []
+    for zone, mode in proxy.by_zone.items():
+        nodes = [n for n in evaluation.nodes.by_zone.get(zone, ()) if n not in proxy.same_node]
+        meaning = _MODE_TEXT[mode] if nodes else "every node of the zone is in PreferSameNode"
+        rows.append(
+            ProxyRow(
+                zone=zone_name(zone),
+                mode=str(mode),
+                nodes=len(nodes),
+                meaning=meaning,
+                follows_hints=mode in {ProxyMode.PREFER_SAME_ZONE, ProxyMode.PREFER_SAME_NODE},
+            )
+        )
+    return tuple(rows)
+
+
+def zone_table(verdict: ServiceVerdict) -> ZoneTable:
+    rows = tuple(table_rows(verdict))
+    overloaded = frozenset(
+        index
+        for index, row in enumerate(rows)
+        if row[-1] != "-" and float(row[-1]) > OVERLOAD_LIMIT
+    )
+    return ZoneTable(columns=tuple(TABLE_COLUMNS), rows=rows, overloaded=overloaded)
+
+
+def advisor_steps(capacity: ClusterCapacity, verdict: ServiceVerdict) -> tuple[AdvisorStep, ...]:
+    if not capacity.sufficient:
+        return ()
+    current = verdict.ready_endpoints
+    return tuple(
+        AdvisorStep(n, refusal_reason(capacity, n) is None, n == current)
+        for n in advisor_range(capacity, current)
+    )
+
+
+def service_facts(evaluation: Evaluation, verdict: ServiceVerdict) -> ServiceFacts:
+    auto = verdict.mechanism is Mechanism.AUTO
+    capacity = evaluation.capacity
+    completeness, warning = completeness_words(verdict)
+    same_node = (
+        f"{ProxyMode.PREFER_SAME_NODE} on {', '.join(verdict.proxy.same_node)}: "
+        f"{_MODE_TEXT[ProxyMode.PREFER_SAME_NODE]}"
+        if verdict.proxy.same_node
+        else None
+    )
+    return ServiceFacts(
+        verdict=verdict,
+        mechanism=mechanism_text(verdict),
+        why=why_text(evaluation, verdict),
+        expected_event=event_text(verdict) if auto else None,
+        completeness=completeness,
+        completeness_warning=warning,
+        proxy=proxy_rows(evaluation, verdict),
+        same_node=same_node,
+        zones=zone_table(verdict),
+        warnings=tuple(load_warnings(verdict)),
+        drift=tuple(drift_texts(verdict)),
+        config_issues=tuple(
+            IssueFix(str(issue), issue.fix) for issue in sorted(verdict.config_issues)
+        ),
+        advisor=advisor_steps(capacity, verdict) if auto else None,
+        suggestion=suggestion(capacity, verdict).text if auto and capacity.sufficient else None,
+    )
+
+
+def verdict_words(verdict: ServiceVerdict) -> str:
+    if verdict.expected_state is ExpectedState.DISABLED:
+        return f"disabled ({verdict.reason})"
+    if verdict.expected_state is ExpectedState.ENABLED:
+        return "enabled"
+    return "not applicable"

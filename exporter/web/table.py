@@ -1,0 +1,394 @@
+"""The status page's Service table and overview counts, declared once.
+
+A column of the table is one `Column` in `COLUMNS`; a count of the overview (and the
+filter that goes with it) is one `Tally` in `TALLIES`. Rows are built once per published
+state; a request only filters, slices and renders one page of them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum
+from itertools import chain
+from operator import attrgetter
+from types import MappingProxyType
+from urllib.parse import parse_qs, urlencode
+
+from exporter.engine import Evaluation, ExpectedState, Mechanism, ServiceVerdict
+from exporter.evaluator import ExporterState, ServiceResult
+from exporter.web.facts import ClusterFacts, cluster_facts, has_overloaded_zone, share
+from exporter.web.links import Links
+
+ServiceKey = tuple[str, str]
+DEFAULT_PER_PAGE = 100
+PER_PAGE_CHOICES = (50, 100, 500)
+MAX_PER_PAGE = 1000
+
+
+class Severity(IntEnum):
+    """How a row sorts: problems first."""
+
+    BROKEN = 0  # hints off though asked for, ignored by kube-proxy, or not what they should be
+    WARNING = 1  # a configuration mistake or an overloaded zone
+    FINE = 2
+    UNUSED = 3  # no hint mechanism and nothing wrong
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceRow:
+    verdict: ServiceVerdict
+    problems: tuple[str, ...]
+    severity: Severity
+    # Problems first, then namespace, name and address type.
+    order: tuple[int, str, str, str]
+
+    @property
+    def search_text(self) -> str:
+        """Lower-case words the text filter searches; built only when a text filter is set."""
+        verdict = self.verdict
+        words = (
+            f"{self.namespace}/{self.name}",
+            verdict.address_type,
+            verdict.mechanism,
+            verdict.expected_state,
+            verdict.reason or "",
+            *self.problems,
+        )
+        return " ".join(words).lower()
+
+    @property
+    def namespace(self) -> str:
+        return self.verdict.service.namespace
+
+    @property
+    def name(self) -> str:
+        return self.verdict.service.name
+
+
+def problems_of(verdict: ServiceVerdict) -> tuple[tuple[str, ...], Severity]:
+    broken = []
+    if verdict.expected_state is ExpectedState.DISABLED:
+        broken.append("hints disabled")
+    completeness = verdict.hint_completeness
+    if completeness is not None and 0 < completeness < 1:
+        broken.append("partial hints")
+    if verdict.drift:
+        broken.append("drift")
+    warnings = []
+    if verdict.config_issues:
+        warnings.append("config issue")
+    if has_overloaded_zone(verdict):
+        warnings.append("overloaded zone")
+    if broken:
+        severity = Severity.BROKEN
+    elif warnings:
+        severity = Severity.WARNING
+    elif verdict.mechanism is Mechanism.NONE:
+        severity = Severity.UNUSED
+    else:
+        severity = Severity.FINE
+    return (*broken, *warnings), severity
+
+
+def service_row(verdict: ServiceVerdict) -> ServiceRow:
+    problems, severity = problems_of(verdict)
+    service = verdict.service
+    order = (int(severity), service.namespace, service.name, verdict.address_type)
+    return ServiceRow(verdict, problems, severity, order)
+
+
+# Columns
+
+
+class Tone:
+    GOOD = "good"
+    BAD = "bad"
+    WARN = "warn"
+    NONE = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    text: str
+    tone: str = Tone.NONE
+    # A second, smaller line under the text.
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    title: str
+    cell: Callable[[ServiceRow], Cell]
+    # The column that names the row: a row header linked to the Service's page.
+    names_row: bool = False
+    numeric: bool = False
+
+
+_STATE_TONES = {
+    ExpectedState.ENABLED: Tone.GOOD,
+    ExpectedState.DISABLED: Tone.BAD,
+    ExpectedState.NOT_APPLICABLE: Tone.NONE,
+}
+
+
+def _verdict_cell(row: ServiceRow) -> Cell:
+    verdict = row.verdict
+    return Cell(
+        str(verdict.expected_state),
+        _STATE_TONES[verdict.expected_state],
+        str(verdict.reason) if verdict.reason is not None else "",
+    )
+
+
+def _completeness_cell(row: ServiceRow) -> Cell:
+    completeness = row.verdict.hint_completeness
+    if completeness is None:
+        return Cell("-")
+    tone = Tone.WARN if 0 < completeness < 1 else Tone.NONE
+    return Cell(share(completeness), tone, f"{row.verdict.ready_endpoints:,} ready")
+
+
+def _problems_cell(row: ServiceRow) -> Cell:
+    if not row.problems:
+        return Cell("none")
+    return Cell(", ".join(row.problems), Tone.BAD if row.severity is Severity.BROKEN else Tone.WARN)
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("Namespace", lambda row: Cell(row.namespace)),
+    Column("Name", lambda row: Cell(row.name), names_row=True),
+    Column("Address type", lambda row: Cell(row.verdict.address_type)),
+    Column("Mechanism", lambda row: Cell(str(row.verdict.mechanism))),
+    Column("Verdict", _verdict_cell),
+    Column("Problems", _problems_cell),
+    Column("Hint completeness", _completeness_cell, numeric=True),
+)
+
+
+# Overview counts, each with the filter of the same name
+
+
+@dataclass(frozen=True, slots=True)
+class Tally:
+    # The query parameter that filters the table on one of the tally's values.
+    param: str
+    title: str
+    classify: Callable[[ServiceRow], tuple[str, ...]]
+    # (value, label) in display order.
+    choices: tuple[tuple[str, str], ...]
+    # A choice that matches a row with any value at all (e.g. any problem).
+    any_choice: tuple[str, str] | None = None
+
+    def matches(self, row: ServiceRow, value: str) -> bool:
+        values = self.classify(row)
+        if self.any_choice is not None and value == self.any_choice[0]:
+            return bool(values)
+        return value in values
+
+    def accepts(self, value: str) -> bool:
+        return value in {choice for choice, _ in self.all_choices}
+
+    @property
+    def all_choices(self) -> tuple[tuple[str, str], ...]:
+        return (self.any_choice, *self.choices) if self.any_choice else self.choices
+
+
+PROBLEMS = ("hints disabled", "partial hints", "drift", "config issue", "overloaded zone")
+
+TALLIES: tuple[Tally, ...] = (
+    Tally(
+        "state",
+        "Verdict",
+        lambda row: (str(row.verdict.expected_state),),
+        tuple((str(state), str(state)) for state in ExpectedState),
+    ),
+    Tally(
+        "mechanism",
+        "Mechanism",
+        lambda row: (str(row.verdict.mechanism),),
+        tuple((str(mechanism), str(mechanism)) for mechanism in Mechanism),
+    ),
+    Tally(
+        "problem",
+        "Problems",
+        lambda row: row.problems,
+        tuple((problem, problem) for problem in PROBLEMS),
+        any_choice=("any", "any problem"),
+    ),
+)
+
+
+# One published state, seen by the pages
+
+
+@dataclass(frozen=True, slots=True)
+class StatusView:
+    """Everything the pages show of one published state, computed once for it."""
+
+    state: ExporterState
+    evaluation: Evaluation
+    cluster: ClusterFacts
+    rows: tuple[ServiceRow, ...]
+    namespaces: tuple[str, ...]
+    # Tally param -> value -> number of rows.
+    counts: Mapping[str, Mapping[str, int]]
+    # The rows of each Service result, for the next state to reuse.
+    rows_of: Mapping[ServiceKey, tuple[ServiceResult, tuple[ServiceRow, ...]]]
+
+
+def status_view(state: ExporterState, previous: StatusView | None = None) -> StatusView:
+    """The view of a state; rows of Services not re-evaluated since `previous` are reused.
+
+    The evaluator replaces a Service's result only when it re-evaluates it, so after a
+    change only the changed Services get new rows; the rest is sorting and counting.
+    """
+    reusable = previous.rows_of if previous is not None else {}
+    rows_of = {}
+    for key, result in state.services.items():
+        known = reusable.get(key)
+        if known is not None and known[0] is result:
+            rows_of[key] = known
+        else:
+            rows_of[key] = (result, tuple(service_row(verdict) for verdict in result.verdicts))
+    # A result's verdicts are sorted by address type: sorted keys give the evaluation order.
+    verdicts = tuple(
+        verdict for key in sorted(state.services) for verdict in state.services[key].verdicts
+    )
+    evaluation = Evaluation(capacity=state.capacity, nodes=state.nodes, services=verdicts)
+    rows = sorted(
+        (row for _, service_rows in rows_of.values() for row in service_rows),
+        key=attrgetter("order"),
+    )
+    return StatusView(
+        state=state,
+        evaluation=evaluation,
+        cluster=cluster_facts(evaluation),
+        rows=tuple(rows),
+        namespaces=tuple(sorted({key[0] for key in state.services})),
+        counts=_counts(rows),
+        rows_of=MappingProxyType(rows_of),
+    )
+
+
+def _counts(rows: list[ServiceRow]) -> Mapping[str, Mapping[str, int]]:
+    counts = {}
+    for tally in TALLIES:
+        values = list(map(tally.classify, rows))
+        counter = Counter(chain.from_iterable(values))
+        if tally.any_choice is not None:
+            counter[tally.any_choice[0]] = sum(map(bool, values))
+        counts[tally.param] = MappingProxyType(dict(counter))
+    return MappingProxyType(counts)
+
+
+# Filtering and pagination, from the query string
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    namespace: str = ""
+    text: str = ""
+    # Tally param -> chosen value.
+    choices: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    page: int = 1
+    per_page: int = DEFAULT_PER_PAGE
+
+    @classmethod
+    def parse(cls, query_string: str) -> Query:
+        """Lenient: a value the page does not offer is ignored, never an error page."""
+        values = {key: items[-1].strip() for key, items in parse_qs(query_string).items()}
+        choices = {
+            tally.param: values[tally.param]
+            for tally in TALLIES
+            if tally.accepts(values.get(tally.param, ""))
+        }
+        return cls(
+            namespace=values.get("namespace", ""),
+            text=values.get("q", "")[:200],
+            choices=MappingProxyType(choices),
+            page=_positive(values.get("page"), 1, 10**9),
+            per_page=_positive(values.get("per_page"), DEFAULT_PER_PAGE, MAX_PER_PAGE),
+        )
+
+    @property
+    def filtered(self) -> bool:
+        return bool(self.namespace or self.text or self.choices)
+
+    def matches(self, row: ServiceRow) -> bool:
+        if self.namespace and row.namespace != self.namespace:
+            return False
+        if self.text and self.text.lower() not in row.search_text:
+            return False
+        return all(
+            tally.matches(row, self.choices[tally.param])
+            for tally in TALLIES
+            if tally.param in self.choices
+        )
+
+    def encode(self, *, page: int | None = None, **choices: str) -> str:
+        """This query string with some values changed; defaults are left out."""
+        pairs = {"namespace": self.namespace, "q": self.text, **self.choices, **choices}
+        wanted_page = self.page if page is None else page
+        if wanted_page > 1:
+            pairs["page"] = str(wanted_page)
+        if self.per_page != DEFAULT_PER_PAGE:
+            pairs["per_page"] = str(self.per_page)
+        return urlencode([(key, value) for key, value in pairs.items() if value])
+
+
+def _positive(value: str | None, default: int, maximum: int) -> int:
+    if value is None or not value.isdigit() or int(value) < 1:
+        return default
+    return min(int(value), maximum)
+
+
+@dataclass(frozen=True, slots=True)
+class TablePage:
+    query: Query
+    rows: tuple[ServiceRow, ...]
+    # Rows that match the filters, on every page.
+    matched: int
+    page: int
+    pages: int
+
+    @property
+    def first(self) -> int:
+        """1-based position of the first row shown."""
+        return (self.page - 1) * self.query.per_page + 1 if self.rows else 0
+
+    @property
+    def last(self) -> int:
+        return self.first + len(self.rows) - 1 if self.rows else 0
+
+
+def table_page(view: StatusView, query: Query) -> TablePage:
+    matching = [row for row in view.rows if query.matches(row)] if query.filtered else view.rows
+    pages = max(1, -(-len(matching) // query.per_page))
+    page = min(query.page, pages)
+    start = (page - 1) * query.per_page
+    return TablePage(
+        query=query,
+        rows=tuple(matching[start : start + query.per_page]),
+        matched=len(matching),
+        page=page,
+        pages=pages,
+    )
+
+
+def page_links(page: TablePage, links: Links) -> tuple[tuple[str, str | None, bool], ...]:
+    """(label, href or None, current) for the pagination bar: first, nearby and last pages."""
+    wanted = sorted(
+        {1, page.pages, *range(max(1, page.page - 2), min(page.pages, page.page + 2) + 1)}
+    )
+    result: list[tuple[str, str | None, bool]] = []
+    previous = 0
+    for number in wanted:
+        if number > previous + 1:
+            result.append(("…", None, False))
+        result.append(
+            (str(number), links.home(page.query.encode(page=number)), number == page.page)
+        )
+        previous = number
+    return tuple(result)

@@ -1,0 +1,319 @@
+"""The status pages' WSGI app on real evaluated states: routes, filters, pages, escaping, API."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import msgspec
+import pytest
+
+from bench.cluster import ClusterSize, cluster_objects
+from exporter.document import evaluation_document, service_document
+from exporter.evaluator import Evaluator, ExporterState
+from exporter.snapshot import Snapshot, load_snapshot, parse_snapshot
+from exporter.store import ClusterStore
+from exporter.web.app import StatusPages
+from exporter.web.links import Links, explain_url, parse_external_url
+from exporter.web.table import Query, Severity, status_view
+from tests.conftest import EXAMPLES_DIR, PROJECT_ROOT, exporter_command
+
+DEMO = EXAMPLES_DIR / "demo-cluster.json"
+MARKUP = "<img src=x onerror=alert(1)>"
+
+
+def evaluated(snapshot: Snapshot) -> ExporterState:
+    """The state `serve --snapshot` publishes for this snapshot."""
+    store = ClusterStore()
+    store.replace_nodes(snapshot.nodes)
+    store.replace_services(snapshot.services)
+    store.replace_endpoint_slices(snapshot.endpoint_slices)
+    return Evaluator(store).step()
+
+
+@pytest.fixture(scope="module")
+def demo_state() -> ExporterState:
+    return evaluated(load_snapshot(str(DEMO)))
+
+
+@pytest.fixture(scope="module")
+def big_state() -> ExporterState:
+    """250 Services of the benchmark's generator, in 50 namespaces."""
+    objects = list(cluster_objects(ClusterSize(nodes=30, services=250, endpoints=1500)))
+    data = msgspec.json.encode({"kind": "List", "items": objects})
+    return evaluated(parse_snapshot("bench", data))
+
+
+def pages(state: ExporterState, **options: Any) -> StatusPages:
+    return StatusPages(lambda: state, readiness=lambda: (True, "ready"), **options)
+
+
+def get(app: StatusPages, path: str, method: str = "GET") -> tuple[str, dict[str, str], bytes]:
+    """One request through the WSGI interface, as wsgiref would make it."""
+    path_info, _, query = path.partition("?")
+    environ = {
+        "REQUEST_METHOD": method,
+        # wsgiref percent-decodes the path and hands its UTF-8 bytes over as latin-1 text.
+        "PATH_INFO": unquote(path_info).encode().decode("latin-1"),
+        "QUERY_STRING": query,
+    }
+    seen: dict[str, Any] = {}
+
+    def start_response(status: str, headers: list[tuple[str, str]], _exc: object = None) -> None:
+        seen["status"], seen["headers"] = status, dict(headers)
+
+    body: Iterable[bytes] = app(environ, start_response)  # type: ignore[arg-type]
+    return seen["status"], seen["headers"], b"".join(body)
+
+
+def row_names(html: bytes) -> list[str]:
+    """Service names of the table, in order (the row headers link to each Service)."""
+    text = html.decode()
+    return [
+        part.split('">', 1)[1].split("<", 1)[0]
+        for part in text.split('<th scope="row"><a href="/services/')[1:]
+    ]
+
+
+def test_index_lists_problems_first(demo_state: ExporterState) -> None:
+    status, headers, body = get(pages(demo_state), "/")
+    assert status == "200 OK"
+    assert headers["Content-Type"] == "text/html; charset=utf-8"
+    assert "script-src 'self'" in headers["Content-Security-Policy"]
+    view = status_view(demo_state)
+    severities = [row.severity for row in view.rows]
+    assert severities == sorted(severities)
+    assert view.rows[0].severity is Severity.BROKEN
+    assert row_names(body) == [row.name for row in view.rows]
+    assert dict(view.counts["state"]) == {"enabled": 4, "disabled": 2, "not-applicable": 1}
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("state=disabled", ["checkout", "ledger"]),
+        ("mechanism=none", ["frontend"]),
+        ("problem=partial+hints", ["inventory"]),
+        ("q=LEDGER", ["ledger"]),
+        ("namespace=payments", ["checkout", "ledger"]),
+        ("namespace=payments&state=enabled", []),
+        (
+            "state=bogus",
+            ["checkout", "ledger", "inventory", "search", "cart", "catalog", "frontend"],
+        ),
+    ],
+)
+def test_filters(demo_state: ExporterState, query: str, expected: list[str]) -> None:
+    _, _, body = get(pages(demo_state), f"/?{query}")
+    assert row_names(body) == expected
+
+
+def test_pagination_is_server_side(big_state: ExporterState) -> None:
+    app = pages(big_state)
+    view = status_view(big_state)
+    assert len(view.rows) == 250
+    names = [row.name for row in view.rows]
+    assert row_names(get(app, "/")[2]) == names[:100]
+    third = get(app, "/?page=3")[2]
+    assert row_names(third) == names[200:]
+    assert b"Showing 201\xe2\x80\x93250 of 250" in third
+    assert row_names(get(app, "/?page=99")[2]) == names[200:], "past the end: the last page"
+    assert row_names(get(app, "/?page=-1&per_page=x")[2]) == names[:100], "nonsense: defaults"
+    assert row_names(get(app, "/?per_page=50&page=2")[2]) == names[50:100]
+    assert b'href="/?page=2"' in get(app, "/")[2]
+    filtered = get(app, "/?namespace=team-3&page=1&per_page=50")[2]
+    assert set(row_names(filtered)) == {row.name for row in view.rows if row.namespace == "team-3"}
+
+
+def test_query_keeps_filters_across_pages() -> None:
+    query = Query.parse("namespace=a&state=disabled&q=x&per_page=50&page=4")
+    assert query.encode(page=5) == "namespace=a&q=x&state=disabled&page=5&per_page=50"
+    assert query.encode(page=1, state="enabled") == "namespace=a&q=x&state=enabled&per_page=50"
+
+
+def test_service_page_has_the_explain_content(demo_state: ExporterState) -> None:
+    status, _, body = get(pages(demo_state), "/services/payments/ledger")
+    text = body.decode()
+    assert status == "200 OK"
+    for words in (
+        "Service payments/ledger",
+        "MinAllocationExceedsOverloadThreshold",
+        "3+3+3 = 9",
+        "TopologyAwareHintsDisabled",
+        '<table class="zones">',
+        '<th scope="col">Zone</th>',
+        "Replica advisor",
+        "scale to 7 or 9 ready endpoints",
+    ):
+        assert words in text, words
+
+
+def test_config_issue_fix_and_drift_are_shown(demo_state: ExporterState) -> None:
+    checkout = get(pages(demo_state), "/services/payments/checkout")[2].decode()
+    assert "annotation-shadows-traffic-distribution" in checkout
+    assert "remove the annotation" in checkout
+    inventory = get(pages(demo_state), "/services/shop/inventory")[2].decode()
+    assert "<h3>Drift</h3>" in inventory
+    assert "kube-proxy ignores every hint" in inventory
+
+
+def test_cluster_values_are_escaped(tmp_path: Path) -> None:
+    """An annotation value is free text: it is shown, never parsed as markup."""
+    snapshot = json.loads(DEMO.read_text())
+    for item in snapshot["items"]:
+        if item["kind"] == "Service" and item["metadata"]["name"] == "frontend":
+            item["metadata"]["annotations"] = {"service.kubernetes.io/topology-mode": MARKUP}
+            item["spec"]["trafficDistribution"] = "\"'><script>x</script>"
+    state = evaluated(parse_snapshot("markup", json.dumps(snapshot).encode()))
+    text = get(pages(state), "/services/shop/frontend")[2].decode()
+    assert "&lt;img src=x onerror=alert(1)&gt;" in text
+    assert "&#34;&#39;&gt;&lt;script&gt;x&lt;/script&gt;" in text
+    assert "<img" not in text
+    assert "<script>" not in text
+    unknown = get(pages(state), "/services/%3Cb%3E/x")
+    assert unknown[0] == "404 Not Found"
+    assert b"&lt;b&gt;/x" in unknown[2]
+    assert b"<b>" not in unknown[2]
+
+
+def test_api_serves_the_evaluate_document(demo_state: ExporterState) -> None:
+    app = pages(demo_state)
+    status, headers, body = get(app, "/api/v1/evaluation")
+    assert status == "200 OK"
+    assert headers["Content-Type"] == "application/json"
+    evaluation = load_snapshot(str(DEMO)).evaluate()
+    assert json.loads(body) == json.loads(json.dumps(evaluation_document(evaluation)))
+    status, _, body = get(app, "/api/v1/services/payments/ledger")
+    ledger = [v for v in evaluation.services if v.key[:2] == ("payments", "ledger")]
+    assert json.loads(body) == json.loads(json.dumps([service_document(v) for v in ledger]))
+    status, _, body = get(app, "/api/v1/services/payments/nope")
+    assert status == "404 Not Found"
+    assert "No Service payments/nope" in json.loads(body)["error"]
+    assert get(app, "/api/v1/nothing")[0] == "404 Not Found"
+
+
+def test_the_evaluate_command_and_the_api_agree(demo_state: ExporterState) -> None:
+    completed = subprocess.run(
+        [*exporter_command(), "evaluate", "--snapshot", str(DEMO)],
+        capture_output=True, check=True, timeout=60,
+    )  # fmt: skip
+    api = get(pages(demo_state), "/api/v1/evaluation")[2]
+    assert json.loads(api) == json.loads(completed.stdout)
+
+
+def test_before_the_first_evaluation() -> None:
+    app = StatusPages(ExporterState, readiness=lambda: (False, "not ready: nodes: listing"))
+    status, _, body = get(app, "/")
+    assert status == "200 OK"
+    assert b"not ready: nodes: listing" in body
+    assert b"no Service with EndpointSlices yet" in body
+    status, _, body = get(app, "/api/v1/evaluation")
+    assert status == "503 Service Unavailable"
+    assert json.loads(body) == {"error": "no evaluation yet: not ready: nodes: listing"}
+
+
+def test_methods_and_assets(demo_state: ExporterState) -> None:
+    app = pages(demo_state)
+    status, headers, body = get(app, "/", method="HEAD")
+    assert (status, body) == ("200 OK", b"")
+    assert int(headers["Content-Length"]) == len(get(app, "/")[2])
+    status, headers, _ = get(app, "/", method="POST")
+    assert status == "405 Method Not Allowed"
+    assert headers["Allow"] == "GET, HEAD"
+    status, headers, body = get(app, "/static/status.css")
+    assert (status, headers["Content-Type"]) == ("200 OK", "text/css; charset=utf-8")
+    assert b"prefers-color-scheme: dark" in body
+    assert get(app, "/static/../app.py")[0] == "404 Not Found"
+    assert get(app, "/services/payments")[0] == "404 Not Found"
+
+
+def test_external_url_prefixes_links_and_routes(demo_state: ExporterState) -> None:
+    app = pages(demo_state, external_url="https://ops.example.com/topology/")
+    for path in ("/", "/topology/", "/topology"):
+        status, _, body = get(app, path)
+        assert status == "200 OK", path
+        assert b'href="/topology/services/payments/ledger"' in body
+        assert b'href="/topology/static/status.css"' in body
+    assert get(app, "/topology/services/payments/ledger")[0] == "200 OK"
+    assert get(app, "/services/payments/ledger")[0] == "200 OK", "a proxy that strips it"
+    assert explain_url("https://ops.example.com/topology/", "shop", "cart") == (
+        "https://ops.example.com/topology/services/shop/cart"
+    )
+    assert Links.from_external_url(None).service("a", "b") == "/services/a/b"
+
+
+@pytest.mark.parametrize(
+    "url", ["ops.example.com", "ftp://ops.example.com", "https://", "http://x/?a=1", "http://x/#a"]
+)
+def test_bad_external_urls_are_refused(url: str) -> None:
+    with pytest.raises(ValueError, match="external URL"):
+        parse_external_url(url)
+
+
+def test_bad_external_url_flag_exits_2_with_one_line() -> None:
+    completed = subprocess.run(
+        [*exporter_command(), "serve", "--snapshot", str(DEMO), "--external-url", "nope"],
+        capture_output=True, text=True, check=False, timeout=30,
+    )  # fmt: skip
+    assert completed.returncode == 2
+    assert completed.stderr == (
+        "topology-hints-exporter: error: external URL 'nope' is not an absolute http:// or "
+        "https:// URL\n"
+    )
+
+
+def test_rows_of_unchanged_services_are_reused() -> None:
+    """After one Service changes, the next view builds one new row and reuses the others."""
+    snapshot = load_snapshot(str(DEMO))
+    store = ClusterStore()
+    store.replace_nodes(snapshot.nodes)
+    store.replace_services(snapshot.services)
+    store.replace_endpoint_slices(snapshot.endpoint_slices)
+    evaluator = Evaluator(store)
+    before = status_view(evaluator.step())
+    ledger = next(s for s in snapshot.services if s.key == ("payments", "ledger"))
+    store.upsert_service(replace(ledger, topology_mode_annotation=None))
+    state = evaluator.step()
+    after, fresh = status_view(state, before), status_view(state)
+    assert [row.order for row in after.rows] == [row.order for row in fresh.rows]
+    assert {k: dict(v) for k, v in after.counts.items()} == {
+        k: dict(v) for k, v in fresh.counts.items()
+    }
+    assert after.counts["mechanism"]["none"] == before.counts["mechanism"]["none"] + 1
+    reused = {key for key in state.services if after.rows_of[key] is before.rows_of[key]}
+    assert reused == set(state.services) - {("payments", "ledger")}
+
+
+def test_status_page_benchmark_runs() -> None:
+    """`bench/status_page.py` still works at a tiny size (no timing asserted)."""
+    completed = subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / "bench" / "status_page.py"), "--nodes", "30",
+         "--services", "60", "--endpoints", "400"],
+        capture_output=True, text=True, timeout=120, check=False, cwd=PROJECT_ROOT,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    for row in ("/ (cold: builds the rows)", "/ (after one Service changed)", "/services/NS/NAME",
+                "/api/v1/evaluation"):  # fmt: skip
+        assert row in completed.stdout, completed.stdout
+
+
+@pytest.mark.parametrize("example", sorted(EXAMPLES_DIR.glob("*.json")), ids=lambda p: p.stem)
+def test_every_page_of_every_example_renders(example: Path) -> None:
+    """Insufficient node info, partial hints, overrides...: each page renders (strict templates)."""
+    state = evaluated(load_snapshot(str(example)))
+    app = pages(state)
+    index = get(app, "/")
+    assert index[0] == "200 OK"
+    for namespace, name in state.services:
+        status, _, body = get(app, f"/services/{namespace}/{name}")
+        assert status == "200 OK", (namespace, name)
+        assert f"Service {namespace}/{name}".encode() in body
+    if not state.capacity.sufficient:
+        assert b"insufficient" in index[2]
+        assert b"kubectl label node" in index[2] or b"label worker nodes" in index[2]
