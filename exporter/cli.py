@@ -28,6 +28,7 @@ from exporter.runtime import tune_garbage_collector
 from exporter.snapshot import DEFAULT_MAX_INPUT_BYTES, Snapshot, SnapshotError, load_snapshot
 
 if TYPE_CHECKING:
+    from exporter.engine import Evaluation
     from exporter.engine.whatif import ScenarioStep
     from exporter.serve import ServeOptions
 
@@ -478,10 +479,25 @@ def _run_explain(args: argparse.Namespace) -> int:
         _print_json([service_document(verdict) for verdict in verdicts])
         return status
     color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
-    sys.stdout.write(
-        explain_text(evaluation, verdicts, ExplainOptions(color=color, missing=missing), nothing)
+    options = ExplainOptions(
+        color=color,
+        missing=missing,
+        zone_loss=None if missing else _zone_loss(snapshot, evaluation),
     )
+    sys.stdout.write(explain_text(evaluation, verdicts, options, nothing))
     return status
+
+
+def _zone_loss(snapshot: Snapshot, evaluation: Evaluation) -> dict[str, int]:
+    """Per zone, the Services whose hints losing it would take away (what-if, section 11)."""
+    from exporter.engine import whatif  # noqa: PLC0415
+
+    views = whatif.zone_loss_views(snapshot.nodes)
+    losing: dict[str, set[tuple[str, str]]] = {view.zone: set() for view in views}
+    for outcome in whatif.outcomes_of(evaluation, snapshot.endpoint_slices):
+        for zone in whatif.zones_losing_hints(outcome, views):
+            losing[zone].add(outcome.verdict.key[:2])
+    return {zone: len(services) for zone, services in losing.items()}
 
 
 def _run_what_if(args: argparse.Namespace) -> int:

@@ -6,6 +6,7 @@ text. No I/O; colour (ANSI) only when asked for.
 
 from __future__ import annotations
 
+import math
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from exporter.engine.allocation import OVERLOAD_LIMIT, refusal_reason, zone_mini
 from exporter.engine.mechanism import deciding_annotation
 from exporter.engine.model import ZONE_LABEL
 from exporter.engine.reasons import HINTS_DISABLED_EVENT, HINTS_ENABLED_EVENT
+from exporter.engine.whatif import Feasibility, Margin, endpoint_margin
 from exporter.overview import NODES, missing_warnings
 
 LABEL_WIDTH = 19
@@ -73,6 +75,8 @@ class ExplainOptions:
     color: bool = False
     # Kinds of object the input lacks ("Nodes", ...) -> why: then nothing is said that needs them.
     missing: Mapping[str, str] = dataclass_field(default_factory=dict)
+    # Zone -> Services whose hints losing that zone would take away (None: not computed).
+    zone_loss: Mapping[str, int] | None = None
 
     def paint(self, text: str, tone: Tone) -> str:
         """Wrap text in an ANSI colour when colour is on; never emit a code otherwise."""
@@ -213,6 +217,7 @@ def cluster_lines(evaluation: Evaluation, options: ExplainOptions) -> list[str]:
             )
         )
         lines += fields("Zone CPU shares", zone_share_lines(capacity))
+        lines += zone_loss_lines(options)
         return lines
     lines.append(
         field(
@@ -224,6 +229,20 @@ def cluster_lines(evaluation: Evaluation, options: ExplainOptions) -> list[str]:
     lines.append(field("Zone CPU shares", "none (no zone ratios while node info is insufficient)"))
     lines += offending_node_lines(capacity.problems, options)
     return lines
+
+
+def zone_loss_lines(options: ExplainOptions) -> list[str]:
+    """What losing each zone would do (section 11), so a zone failure holds no surprise."""
+    if not options.zone_loss:
+        return []
+    losing = {zone: count for zone, count in options.zone_loss.items() if count}
+    if not losing:
+        return [field("Zone loss", "losing any one zone keeps every Service's hints")]
+    texts = [
+        f"losing {zone_name(zone)} would turn hints off for {plural(count, 'Service')}"
+        for zone, count in losing.items()
+    ]
+    return fields("Zone loss", [options.paint(text, Tone.WARN) for text in texts])
 
 
 def zone_share_lines(capacity: ClusterCapacity) -> list[str]:
@@ -639,11 +658,30 @@ def advisor_lines(
     if counts.start > 1:
         tokens.insert(0, ("...", "..."))
     lines = fields("Replica advisor", wrap(tokens, WRAP_WIDTH - len(INDENT)))
+    margin = endpoint_margin(verdict, Feasibility(capacity))
+    if margin is not None:
+        lines += prose("Margin", margin_text(margin), options)
     advice = suggestion(capacity, verdict)
     lines += prose("Suggestion", advice.text, options, advice.tone)
     if advice.command is not None:
         lines += command_lines(INDENT, advice.command)
     return lines
+
+
+def margin_text(margin: Margin) -> str:
+    """How far the endpoint count may move, one at a time, before the controller refuses."""
+    if margin.down == 0:
+        down = "one endpoint fewer turns hints off"
+    else:
+        down = f"hints survive losing {plural(margin.down, 'endpoint')}"
+    if math.isinf(margin.up):
+        up = "any number of surge pods keeps them on"
+    elif margin.up == 0:
+        up = "one surge pod turns them off"
+    else:
+        surge = int(margin.up)
+        up = f"{plural(surge, 'surge pod')} more {'keeps' if surge == 1 else 'keep'} them on"
+    return f"{down}; {up}"
 
 
 def advisor_token(

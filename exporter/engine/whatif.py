@@ -637,3 +637,20 @@ def zone_loss(outcomes: Iterable[Outcome], views: Sequence[ZoneLossView]) -> dic
         for zone in zones_losing_hints(outcome, views):
             counts[zone] += 1
     return counts
+
+
+def outcomes_of(evaluation: Evaluation, slices: Iterable[EndpointSlice]) -> tuple[Outcome, ...]:
+    """Outcomes of an evaluation already made, with their converged routing: no re-evaluation."""
+    by_entry: dict[tuple[str, str, str], list[EndpointSlice]] = {}
+    for (namespace, name), own in slices_by_service(slices).items():
+        for endpoint_slice in own:
+            key = (namespace, name, endpoint_slice.address_type)
+            by_entry.setdefault(key, []).append(endpoint_slice)
+    return tuple(
+        Outcome(
+            verdict,
+            tuple(by_entry[verdict.key]),
+            converged_proxy_view(verdict, by_entry[verdict.key], evaluation.nodes),
+        )
+        for verdict in evaluation.services
+    )
