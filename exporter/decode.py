@@ -20,6 +20,7 @@ from exporter.engine.model import (
     CONTROL_PLANE_LABELS,
     DEPRECATED_HINTS_ANNOTATION,
     ENDPOINTSLICE_CONTROLLER,
+    ISTIO_TRAFFIC_DISTRIBUTION_ANNOTATION,
     MANAGED_BY_LABEL,
     SERVICE_NAME_LABEL,
     TOPOLOGY_MODE_ANNOTATION,
@@ -93,6 +94,7 @@ class _Hints(msgspec.Struct):
 
 class _EndpointConditions(msgspec.Struct):
     ready: bool | None = None
+    terminating: bool | None = None
 
 
 class _Endpoint(msgspec.Struct):
@@ -244,6 +246,7 @@ def service_from_raw(raw: RawService) -> Service:
         internal_traffic_policy=raw.spec.internalTrafficPolicy,
         type=raw.spec.type,
         cluster_ip=raw.spec.clusterIP,
+        istio_traffic_distribution=annotations.get(ISTIO_TRAFFIC_DISTRIBUTION_ANNOTATION),
     )
 
 
@@ -260,6 +263,7 @@ def _endpoint_from_raw(raw: _Endpoint) -> Endpoint:
         node_name=_intern(raw.nodeName) if raw.nodeName is not None else None,
         zone_hints=_names(hints.forZones) if hints is not None else (),
         node_hints=_names(hints.forNodes) if hints is not None else (),
+        terminating=raw.conditions.terminating if raw.conditions is not None else None,
     )
 
 

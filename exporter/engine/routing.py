@@ -1,0 +1,286 @@
+"""SPEC section 10, the shared part: what a data plane's routing is and what every rule reads.
+
+A data plane gives each Ready node a routing for a Service. Nodes of one zone decide
+alike unless a node's name matters (a node hint, or an endpoint's nodeName), so a
+routing is computed per zone plus a few node exceptions, never node by node: the cost
+stays independent of the number of nodes.
+
+The rules themselves, one function per data plane, are in `exporter.engine.dataplanes`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from types import MappingProxyType
+
+from exporter.engine.model import Endpoint, EndpointSlice, Service
+
+# Address types a proxy programs; FQDN slices get no routing.
+PROXIED_ADDRESS_TYPES = frozenset({"IPv4", "IPv6"})
+# Hint annotation values that mean "no hints" to kube-proxy 1.29 and to Cilium.
+ANNOTATION_OFF_VALUES = frozenset({"", "disabled", "Disabled"})
+
+
+@dataclass(frozen=True, slots=True)
+class ReadyNodes:
+    """Ready nodes, the clients: a proxy runs on every one of them, control plane included."""
+
+    # zone ("" for no label) -> sorted node names
+    by_zone: Mapping[str, tuple[str, ...]]
+    # node name -> zone
+    zone_of: Mapping[str, str]
+
+    @classmethod
+    def from_pairs(cls, pairs: Iterable[tuple[str, str]]) -> ReadyNodes:
+        zone_of = dict(pairs)
+        by_zone: dict[str, list[str]] = {}
+        for node, zone in zone_of.items():
+            by_zone.setdefault(zone, []).append(node)
+        return cls(
+            by_zone=MappingProxyType(
+                {zone: tuple(sorted(nodes)) for zone, nodes in sorted(by_zone.items())}
+            ),
+            zone_of=MappingProxyType(zone_of),
+        )
+
+
+class Routing(StrEnum):
+    SAME_NODE = "same-node"
+    SAME_ZONE = "same-zone"
+    CLUSTER = "cluster"
+    LOCAL = "local"
+    # Some cross-zone endpoints mixed into a zone-local set: not local.
+    MIXED = "mixed"
+    # Endpoints exist, this client is given none: the data plane fails closed.
+    NO_ENDPOINTS = "no-endpoints"
+
+    @property
+    def stays_local(self) -> bool:
+        return self in _LOCAL_ROUTINGS
+
+
+_LOCAL_ROUTINGS = frozenset({Routing.SAME_NODE, Routing.SAME_ZONE, Routing.LOCAL})
+
+
+class Cause(StrEnum):
+    """Why a zone's nodes get their routing; what `explain` puts into words."""
+
+    INTERNAL_TRAFFIC_POLICY_LOCAL = "internal-traffic-policy-local"
+    NO_READY_ENDPOINTS = "no-ready-endpoints"
+    # The data plane never reads hints at all (cilium-no-topology).
+    HINTS_IGNORED = "hints-ignored"
+    # The Service lacks the annotation or field this data plane looks for.
+    NOT_REQUESTED = "not-requested"
+    # No usable endpoint carries a zone hint.
+    NO_HINTS = "no-hints"
+    # Some usable endpoint has no zone hint (named by ZoneRouting.endpoint).
+    UNHINTED_ENDPOINT = "unhinted-endpoint"
+    # The client node has no zone label.
+    NO_ZONE_LABEL = "no-zone-label"
+    NO_HINT_FOR_ZONE = "no-hint-for-zone"
+    # Data planes that read the endpoint's zone instead of hints.
+    NO_ENDPOINT_IN_ZONE = "no-endpoint-in-zone"
+    TOO_FEW_IN_ZONE = "too-few-in-zone"
+    HINTED_FOR_ZONE = "hinted-for-zone"
+    LOCATED_IN_ZONE = "located-in-zone"
+
+
+class DataPlane(StrEnum):
+    KUBE_PROXY = "kube-proxy"
+    KUBE_PROXY_1_29 = "kube-proxy-1.29"
+    CILIUM = "cilium"
+    CILIUM_1_18_0 = "cilium-1.18.0"
+    CILIUM_NO_TOPOLOGY = "cilium-no-topology"
+    LINKERD = "linkerd"
+    INGRESS_NGINX = "ingress-nginx"
+    ISTIO = "istio"
+    ENVOY_GATEWAY = "envoy-gateway"
+    CALICO_EBPF = "calico-ebpf"
+
+
+@dataclass(frozen=True, slots=True)
+class ZoneRouting:
+    routing: Routing
+    cause: Cause
+    # The endpoint the cause is about (an unhinted one), when the cause names one.
+    endpoint: Endpoint | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RoutingView:
+    """One data plane's routing of one (Service, address type) over the Ready nodes."""
+
+    # Routing of the zone's nodes that are not in `by_node`; given for every zone of a
+    # Ready node. Empty when no routing applies (headless, ExternalName, not an IP
+    # address type, or no Ready node).
+    by_zone: Mapping[str, ZoneRouting]
+    # Ready nodes whose routing differs from their zone's (a node hint or nodeName matched).
+    by_node: Mapping[str, Routing]
+    # zone -> routing -> Ready nodes of the zone with it (only routings that occur).
+    nodes: Mapping[str, Mapping[Routing, int]]
+    # Share of Ready nodes whose routing stays local; None when no routing applies.
+    local_ratio: float | None
+
+    @property
+    def applies(self) -> bool:
+        return bool(self.by_zone)
+
+    def routing_of(self, node: str, zone: str) -> Routing | None:
+        routing = self.by_node.get(node)
+        if routing is not None:
+            return routing
+        zone_routing = self.by_zone.get(zone)
+        return zone_routing.routing if zone_routing is not None else None
+
+
+NO_ROUTING = RoutingView(MappingProxyType({}), MappingProxyType({}), MappingProxyType({}), None)
+
+
+def deduplicated(slices: Iterable[EndpointSlice]) -> list[Endpoint]:
+    """Every endpoint once per address, the first copy in List order winning (section 5)."""
+    seen: set[str] = set()
+    unique: list[Endpoint] = []
+    for endpoint_slice in slices:
+        for endpoint in endpoint_slice.endpoints:
+            if endpoint.address is None or endpoint.address in seen:
+                continue
+            seen.add(endpoint.address)
+            unique.append(endpoint)
+    return unique
+
+
+@dataclass(frozen=True, slots=True)
+class HintSets:
+    """What the rules ask of a set of usable endpoints, computed in one pass."""
+
+    endpoints: tuple[Endpoint, ...]
+    zones: frozenset[str]
+    nodes: frozenset[str]
+    # The first endpoint without a zone hint; None when every one has one.
+    first_zone_unhinted: Endpoint | None
+    every_node_hinted: bool
+
+    @classmethod
+    def of(cls, endpoints: Sequence[Endpoint]) -> HintSets:
+        return cls(
+            endpoints=tuple(endpoints),
+            zones=frozenset(zone for endpoint in endpoints for zone in endpoint.zone_hints),
+            nodes=frozenset(node for endpoint in endpoints for node in endpoint.node_hints),
+            first_zone_unhinted=next((e for e in endpoints if not e.zone_hints), None),
+            every_node_hinted=all(endpoint.node_hints for endpoint in endpoints),
+        )
+
+    @property
+    def every_zone_hinted(self) -> bool:
+        return self.first_zone_unhinted is None
+
+    def zone_hint_problem(self) -> ZoneRouting | None:
+        """`cluster` and why, when some endpoint lacks a zone hint; None when all have one."""
+        if self.first_zone_unhinted is None:
+            return None
+        if not self.zones:
+            return ZoneRouting(Routing.CLUSTER, Cause.NO_HINTS)
+        return ZoneRouting(Routing.CLUSTER, Cause.UNHINTED_ENDPOINT, self.first_zone_unhinted)
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceEndpoints:
+    """A (Service, address type) as the data planes see it; shared by every rule."""
+
+    service: Service
+    address_type: str
+    # This address type's slices in List order: ingress-nginx works slice by slice.
+    slices: tuple[EndpointSlice, ...]
+    # Deduplicated by address, first copy wins.
+    unique: tuple[Endpoint, ...]
+    # Of those, the ready ones (`ready` not explicitly false), with their hints.
+    ready: HintSets
+    # Ready endpoints per zone they run in (endpoints without a zone are not counted).
+    located: Mapping[str, int]
+    # nodeName of the ready endpoints.
+    node_names: frozenset[str]
+
+    @property
+    def routed(self) -> bool:
+        """Headless and ExternalName Services and non-IP address types get no routing."""
+        return self.service.proxied and self.address_type in PROXIED_ADDRESS_TYPES
+
+
+def service_endpoints(
+    service: Service, address_type: str, slices: Iterable[EndpointSlice]
+) -> ServiceEndpoints:
+    slice_tuple = tuple(slices)
+    unique = deduplicated(slice_tuple)
+    # Ready unless explicitly not: kube-proxy's reading, which section 10 takes for all.
+    ready = [endpoint for endpoint in unique if endpoint.ready is not False]
+    return ServiceEndpoints(
+        service=service,
+        address_type=address_type,
+        slices=slice_tuple,
+        unique=tuple(unique),
+        ready=HintSets.of(ready),
+        located=MappingProxyType(Counter(e.zone for e in ready if e.zone)),
+        node_names=frozenset(e.node_name for e in ready if e.node_name),
+    )
+
+
+def hints_annotation_asks(service: Service) -> bool:
+    """The hints annotation (deprecated key if present) is set to something but off values."""
+    value = service.deprecated_hints_annotation
+    if value is None:
+        value = service.topology_mode_annotation
+    return value is not None and value not in ANNOTATION_OFF_VALUES
+
+
+def topology_mode_is_auto(service: Service) -> bool:
+    """topology-mode equals `auto` in any case; the deprecated key is not read."""
+    mode = service.topology_mode_annotation
+    return mode is not None and mode.lower() == "auto"
+
+
+def uniform(zone_routing: ZoneRouting) -> Callable[[str], ZoneRouting]:
+    """A zone rule giving every zone the same routing."""
+    return lambda _zone: zone_routing
+
+
+def routing_view(
+    nodes: ReadyNodes,
+    zone_rule: Callable[[str], ZoneRouting],
+    node_exceptions: Iterable[tuple[str, Routing]] = (),
+) -> RoutingView:
+    """The view of a rule: `zone_rule` for each zone, then the Ready nodes of the exceptions."""
+    if not nodes.by_zone:
+        return NO_ROUTING
+    by_zone = {zone: zone_rule(zone) for zone in nodes.by_zone}
+    by_node = {
+        node: routing
+        for node, routing in node_exceptions
+        if node in nodes.zone_of and routing is not by_zone[nodes.zone_of[node]].routing
+    }
+    counts: dict[str, Counter[Routing]] = {}
+    for zone, zone_nodes in nodes.by_zone.items():
+        counts[zone] = Counter({by_zone[zone].routing: len(zone_nodes)})
+    for node, routing in by_node.items():
+        zone_counts = counts[nodes.zone_of[node]]
+        zone_counts[by_zone[nodes.zone_of[node]].routing] -= 1
+        zone_counts[routing] += 1
+    local = sum(
+        count
+        for zone_counts in counts.values()
+        for routing, count in zone_counts.items()
+        if routing.stays_local
+    )
+    return RoutingView(
+        by_zone=MappingProxyType(by_zone),
+        by_node=MappingProxyType(dict(sorted(by_node.items()))),
+        nodes=MappingProxyType(
+            {
+                zone: MappingProxyType({r: n for r, n in zone_counts.items() if n > 0})
+                for zone, zone_counts in counts.items()
+            }
+        ),
+        local_ratio=local / len(nodes.zone_of),
+    )
