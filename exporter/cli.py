@@ -11,6 +11,7 @@ import msgspec
 
 from exporter import __version__, serve
 from exporter.document import evaluation_document, service_document
+from exporter.engine import DEFAULT_DATAPLANES, DataPlane
 from exporter.runtime import tune_garbage_collector
 from exporter.serve import ServeOptions, resolve_shard, split_list
 from exporter.server import parse_listen_address
@@ -36,6 +37,29 @@ def _add_snapshot_argument(
     )
 
 
+def _add_dataplane_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    parser.add_argument(
+        "--dataplane",
+        action="append",
+        metavar="ID[,ID]",
+        help="data planes whose routing to compute (SPEC section 10; default kube-proxy): "
+        + ", ".join(DataPlane),
+    )
+
+
+def parse_dataplanes(values: Sequence[str] | None) -> tuple[DataPlane, ...]:
+    """The --dataplane ids in the order given, each once; CommandError names the valid ones."""
+    ids = split_list(values)
+    if not ids:
+        return DEFAULT_DATAPLANES
+    unknown = [value for value in ids if value not in DataPlane.__members__.values()]
+    if unknown:
+        raise CommandError(
+            f"unknown --dataplane {unknown[0]!r}: valid ids are {', '.join(DataPlane)}"
+        )
+    return tuple(dict.fromkeys(DataPlane(value) for value in ids))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -48,11 +72,13 @@ def build_parser() -> argparse.ArgumentParser:
         "evaluate", help="print the verdicts for a snapshot as one JSON document"
     )
     _add_snapshot_argument(evaluate, required=True)
+    _add_dataplane_argument(evaluate)
 
     explain = commands.add_parser(
         "explain", help="explain the verdicts for a snapshot, Service by Service"
     )
     _add_snapshot_argument(explain, required=True)
+    _add_dataplane_argument(explain)
     explain.add_argument("service", nargs="?", metavar="NAMESPACE/NAME", help="only this Service")
     explain.add_argument(
         "--output", "-o", choices=("text", "json"), default="text", help="text (default) or json"
@@ -124,6 +150,7 @@ def _add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentPars
     scope.add_argument(
         "--total-shards", type=int, default=1, metavar="N", help="number of shards (default 1)"
     )
+    _add_dataplane_argument(scope)
     logs = serve.add_argument_group("logging")
     logs.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
     logs.add_argument(
@@ -170,6 +197,7 @@ def _serve_options(args: argparse.Namespace) -> ServeOptions:
         total_shards=args.total_shards,
         log_level=args.log_level,
         log_format=args.log_format,
+        dataplanes=parse_dataplanes(args.dataplane),
     )
 
 
@@ -186,7 +214,8 @@ def _run_serve(args: argparse.Namespace) -> int:
 
 
 def _run_evaluate(args: argparse.Namespace) -> int:
-    evaluation = load_snapshot(args.snapshot).evaluate()
+    dataplanes = parse_dataplanes(args.dataplane)
+    evaluation = load_snapshot(args.snapshot).evaluate(dataplanes)
     _print_json(evaluation_document(evaluation))
     return 0
 
@@ -194,7 +223,8 @@ def _run_evaluate(args: argparse.Namespace) -> int:
 def _run_explain(args: argparse.Namespace) -> int:
     from exporter.explain import ExplainOptions, explain_text, select_verdicts  # noqa: PLC0415
 
-    evaluation = load_snapshot(args.snapshot).evaluate()
+    dataplanes = parse_dataplanes(args.dataplane)
+    evaluation = load_snapshot(args.snapshot).evaluate(dataplanes)
     try:
         verdicts = select_verdicts(evaluation, args.service)
     except LookupError as error:

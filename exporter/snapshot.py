@@ -7,7 +7,7 @@ file or standard input. Objects of other kinds are ignored.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,15 @@ from exporter.decode import (
     decode_service,
     object_name,
 )
-from exporter.engine import EndpointSlice, Evaluation, Node, Service, evaluate
+from exporter.engine import (
+    DEFAULT_DATAPLANES,
+    DataPlane,
+    EndpointSlice,
+    Evaluation,
+    Node,
+    Service,
+    evaluate,
+)
 
 STDIN = "-"
 
@@ -37,8 +45,8 @@ class Snapshot:
     services: tuple[Service, ...]
     endpoint_slices: tuple[EndpointSlice, ...]
 
-    def evaluate(self) -> Evaluation:
-        return evaluate(self.nodes, self.services, self.endpoint_slices)
+    def evaluate(self, dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES) -> Evaluation:
+        return evaluate(self.nodes, self.services, self.endpoint_slices, dataplanes)
 
 
 def _read_bytes(source: str) -> bytes:
