@@ -282,20 +282,31 @@ class DataPlaneRule:
     rule: Rule
     # What it is, in a few words (explain, docs).
     title: str
+    # What a Service needs for this data plane to look at topology at all ("" if nothing).
+    needs: str = ""
     # internalTrafficPolicy: Local makes it `local` before the rule; the ingress and
     # gateway data planes route from their own pods and do not read the policy.
     reads_internal_traffic_policy: bool = True
 
 
+_HINTS_ANNOTATION = (
+    "a topology-mode (or deprecated topology-aware-hints) annotation that is not off"
+)
 DATA_PLANES: Mapping[DataPlane, DataPlaneRule] = MappingProxyType(
     {
         DataPlane.KUBE_PROXY: DataPlaneRule(kube_proxy, "kube-proxy 1.31 and later"),
-        DataPlane.KUBE_PROXY_1_29: DataPlaneRule(kube_proxy_1_29, "kube-proxy up to 1.29"),
+        DataPlane.KUBE_PROXY_1_29: DataPlaneRule(
+            kube_proxy_1_29, "kube-proxy up to 1.29", needs=_HINTS_ANNOTATION
+        ),
         DataPlane.CILIUM: DataPlaneRule(
-            cilium, "Cilium kube-proxy replacement, enable-service-topology on, 1.18.1+"
+            cilium,
+            "Cilium kube-proxy replacement, enable-service-topology on, 1.18.1+",
+            needs=f"{_HINTS_ANNOTATION}, or any spec.trafficDistribution",
         ),
         DataPlane.CILIUM_1_18_0: DataPlaneRule(
-            cilium_1_18_0, "Cilium 1.18.0 kube-proxy replacement, enable-service-topology on"
+            cilium_1_18_0,
+            "Cilium 1.18.0 kube-proxy replacement, enable-service-topology on",
+            needs=f"{_HINTS_ANNOTATION}, or spec.trafficDistribution: PreferClose",
         ),
         DataPlane.CILIUM_NO_TOPOLOGY: DataPlaneRule(
             cilium_no_topology, "Cilium kube-proxy replacement, enable-service-topology off"
@@ -304,11 +315,22 @@ DATA_PLANES: Mapping[DataPlane, DataPlaneRule] = MappingProxyType(
         DataPlane.INGRESS_NGINX: DataPlaneRule(
             ingress_nginx,
             "ingress-nginx with --enable-topology-aware-routing",
+            needs="the topology-mode annotation set to auto, or spec.trafficDistribution: "
+            "PreferClose",
             reads_internal_traffic_policy=False,
         ),
-        DataPlane.ISTIO: DataPlaneRule(istio, "Istio sidecars, gateways and ztunnel"),
+        DataPlane.ISTIO: DataPlaneRule(
+            istio,
+            "Istio sidecars, gateways and ztunnel",
+            needs="spec.trafficDistribution or the networking.istio.io/traffic-distribution "
+            "annotation (Istio never reads hints)",
+        ),
         DataPlane.ENVOY_GATEWAY: DataPlaneRule(
-            envoy_gateway, "Envoy Gateway", reads_internal_traffic_policy=False
+            envoy_gateway,
+            "Envoy Gateway",
+            needs="any spec.trafficDistribution, or the topology-mode annotation set to Auto "
+            "(Envoy Gateway never reads hints)",
+            reads_internal_traffic_policy=False,
         ),
         DataPlane.CALICO_EBPF: DataPlaneRule(calico_ebpf, "Calico eBPF data plane 3.32+"),
     }
