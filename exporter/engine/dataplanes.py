@@ -51,7 +51,7 @@ def _same_node_on(node_names: frozenset[str]) -> list[tuple[str, Routing]]:
 
 def zone_hints_followed(hints: HintSets, zone: str) -> ZoneRouting:
     """`same-zone` only if every endpoint has a zone hint and one names the zone."""
-    problem = hints.zone_hint_problem()
+    problem = hints.zone_hint_problem
     if problem is not None:
         return problem
     if zone in hints.zones:

@@ -10,7 +10,6 @@ The rules themselves, one function per data plane, are in `exporter.engine.datap
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -162,28 +161,28 @@ class HintSets:
     # The first endpoint without a zone hint; None when every one has one.
     first_zone_unhinted: Endpoint | None
     every_node_hinted: bool
+    # `cluster` and why, when some endpoint lacks a zone hint; None when all have one.
+    zone_hint_problem: ZoneRouting | None
 
     @classmethod
     def of(cls, endpoints: Sequence[Endpoint]) -> HintSets:
+        zones = frozenset(zone for endpoint in endpoints for zone in endpoint.zone_hints)
+        unhinted = next((e for e in endpoints if not e.zone_hints), None)
+        problem = None
+        if unhinted is not None:
+            problem = (
+                ZoneRouting(Routing.CLUSTER, Cause.UNHINTED_ENDPOINT, unhinted)
+                if zones
+                else ZoneRouting(Routing.CLUSTER, Cause.NO_HINTS)
+            )
         return cls(
             endpoints=tuple(endpoints),
-            zones=frozenset(zone for endpoint in endpoints for zone in endpoint.zone_hints),
+            zones=zones,
             nodes=frozenset(node for endpoint in endpoints for node in endpoint.node_hints),
-            first_zone_unhinted=next((e for e in endpoints if not e.zone_hints), None),
+            first_zone_unhinted=unhinted,
             every_node_hinted=all(endpoint.node_hints for endpoint in endpoints),
+            zone_hint_problem=problem,
         )
-
-    @property
-    def every_zone_hinted(self) -> bool:
-        return self.first_zone_unhinted is None
-
-    def zone_hint_problem(self) -> ZoneRouting | None:
-        """`cluster` and why, when some endpoint lacks a zone hint; None when all have one."""
-        if self.first_zone_unhinted is None:
-            return None
-        if not self.zones:
-            return ZoneRouting(Routing.CLUSTER, Cause.NO_HINTS)
-        return ZoneRouting(Routing.CLUSTER, Cause.UNHINTED_ENDPOINT, self.first_zone_unhinted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,13 +215,17 @@ def service_endpoints(
     unique = deduplicated(slice_tuple)
     # Ready unless explicitly not: kube-proxy's reading, which section 10 takes for all.
     ready = [endpoint for endpoint in unique if endpoint.ready is not False]
+    located: dict[str, int] = {}
+    for endpoint in ready:
+        if endpoint.zone:
+            located[endpoint.zone] = located.get(endpoint.zone, 0) + 1
     return ServiceEndpoints(
         service=service,
         address_type=address_type,
         slices=slice_tuple,
         unique=tuple(unique),
         ready=HintSets.of(ready),
-        located=MappingProxyType(Counter(e.zone for e in ready if e.zone)),
+        located=MappingProxyType(located),
         node_names=frozenset(e.node_name for e in ready if e.node_name),
     )
 
@@ -255,32 +258,33 @@ def routing_view(
     if not nodes.by_zone:
         return NO_ROUTING
     by_zone = {zone: zone_rule(zone) for zone in nodes.by_zone}
-    by_node = {
-        node: routing
-        for node, routing in node_exceptions
-        if node in nodes.zone_of and routing is not by_zone[nodes.zone_of[node]].routing
+    by_node: dict[str, Routing] = {}
+    for node, routing in node_exceptions:
+        zone = nodes.zone_of.get(node)
+        if zone is not None and routing is not by_zone[zone].routing:
+            by_node[node] = routing
+    # Evaluated for every Service and data plane: plain dicts, no Counter.
+    counts: dict[str, dict[Routing, int]] = {
+        zone: {by_zone[zone].routing: len(zone_nodes)} for zone, zone_nodes in nodes.by_zone.items()
     }
-    counts: dict[str, Counter[Routing]] = {}
-    for zone, zone_nodes in nodes.by_zone.items():
-        counts[zone] = Counter({by_zone[zone].routing: len(zone_nodes)})
     for node, routing in by_node.items():
         zone_counts = counts[nodes.zone_of[node]]
-        zone_counts[by_zone[nodes.zone_of[node]].routing] -= 1
-        zone_counts[routing] += 1
+        shared = by_zone[nodes.zone_of[node]].routing
+        zone_counts[shared] -= 1
+        if not zone_counts[shared]:
+            del zone_counts[shared]
+        zone_counts[routing] = zone_counts.get(routing, 0) + 1
     local = sum(
         count
         for zone_counts in counts.values()
         for routing, count in zone_counts.items()
-        if routing.stays_local
+        if routing in _LOCAL_ROUTINGS
     )
     return RoutingView(
         by_zone=MappingProxyType(by_zone),
-        by_node=MappingProxyType(dict(sorted(by_node.items()))),
+        by_node=MappingProxyType(dict(sorted(by_node.items())) if by_node else by_node),
         nodes=MappingProxyType(
-            {
-                zone: MappingProxyType({r: n for r, n in zone_counts.items() if n > 0})
-                for zone, zone_counts in counts.items()
-            }
+            {zone: MappingProxyType(zone_counts) for zone, zone_counts in counts.items()}
         ),
         local_ratio=local / len(nodes.zone_of),
     )
