@@ -29,6 +29,8 @@ from exporter.engine.routing import (
     ServiceEndpoints,
     ZoneRouting,
     hints_annotation_asks,
+    located_counts,
+    node_names,
     routing_view,
     topology_mode_is_auto,
     uniform,
@@ -82,7 +84,7 @@ def cilium(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
     if not hints_annotation_asks(service) and service.traffic_distribution is None:
         return routing_view(nodes, uniform(NOT_REQUESTED))
     same_node = (
-        _same_node_on(endpoints.node_names)
+        _same_node_on(node_names(endpoints.ready.endpoints))
         if service.traffic_distribution == "PreferSameNode"
         else []
     )
@@ -218,11 +220,11 @@ _FIELD_PREFERENCES = MappingProxyType(
 )
 
 
-def located_in(endpoints: ServiceEndpoints, zone: str, minimum: int = 1) -> ZoneRouting:
+def located_in(located_by_zone: Mapping[str, int], zone: str, minimum: int = 1) -> ZoneRouting:
     """`same-zone` when at least `minimum` ready endpoints run in the zone: hints unread."""
     if zone == "":
         return NO_ZONE_LABEL
-    located = endpoints.located.get(zone, 0)
+    located = located_by_zone.get(zone, 0)
     if located >= minimum:
         return ZoneRouting(Routing.SAME_ZONE, Cause.LOCATED_IN_ZONE)
     if located:
@@ -239,8 +241,10 @@ def istio(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
         preference = _ISTIO_PREFERENCES.get(annotation.lower())
     if preference is None:
         return routing_view(nodes, uniform(NOT_REQUESTED))
-    same_node = _same_node_on(endpoints.node_names) if preference is _Preference.NODE else []
-    return routing_view(nodes, lambda zone: located_in(endpoints, zone), same_node)
+    ready = endpoints.ready.endpoints
+    same_node = _same_node_on(node_names(ready)) if preference is _Preference.NODE else []
+    located = located_counts(ready)
+    return routing_view(nodes, lambda zone: located_in(located, zone), same_node)
 
 
 # Envoy Gateway needs this many endpoints in the zone when only the annotation asks.
@@ -256,7 +260,8 @@ def envoy_gateway(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView
         minimum = ENVOY_GATEWAY_ANNOTATION_MINIMUM
     else:
         return routing_view(nodes, uniform(NOT_REQUESTED))
-    return routing_view(nodes, lambda zone: located_in(endpoints, zone, minimum))
+    located = located_counts(endpoints.ready.endpoints)
+    return routing_view(nodes, lambda zone: located_in(located, zone, minimum))
 
 
 def calico_ebpf(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:

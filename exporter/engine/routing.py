@@ -197,10 +197,6 @@ class ServiceEndpoints:
     unique: tuple[Endpoint, ...]
     # Of those, the ready ones (`ready` not explicitly false), with their hints.
     ready: HintSets
-    # Ready endpoints per zone they run in (endpoints without a zone are not counted).
-    located: Mapping[str, int]
-    # nodeName of the ready endpoints.
-    node_names: frozenset[str]
 
     @property
     def routed(self) -> bool:
@@ -215,19 +211,27 @@ def service_endpoints(
     unique = deduplicated(slice_tuple)
     # Ready unless explicitly not: kube-proxy's reading, which section 10 takes for all.
     ready = [endpoint for endpoint in unique if endpoint.ready is not False]
-    located: dict[str, int] = {}
-    for endpoint in ready:
-        if endpoint.zone:
-            located[endpoint.zone] = located.get(endpoint.zone, 0) + 1
     return ServiceEndpoints(
         service=service,
         address_type=address_type,
         slices=slice_tuple,
         unique=tuple(unique),
         ready=HintSets.of(ready),
-        located=MappingProxyType(located),
-        node_names=frozenset(e.node_name for e in ready if e.node_name),
     )
+
+
+def located_counts(endpoints: Iterable[Endpoint]) -> dict[str, int]:
+    """Endpoints per zone they run in; endpoints without a zone are not counted."""
+    located: dict[str, int] = {}
+    for endpoint in endpoints:
+        if endpoint.zone:
+            located[endpoint.zone] = located.get(endpoint.zone, 0) + 1
+    return located
+
+
+def node_names(endpoints: Iterable[Endpoint]) -> frozenset[str]:
+    """The nodeName of each endpoint that has one."""
+    return frozenset(endpoint.node_name for endpoint in endpoints if endpoint.node_name)
 
 
 def hints_annotation_asks(service: Service) -> bool:
