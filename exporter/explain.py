@@ -492,7 +492,11 @@ def config_issue_lines(verdict: ServiceVerdict, options: ExplainOptions) -> list
 _ROUTING_WORDS = {
     Routing.CLUSTER: "cluster-wide",
     Routing.MIXED: "mixed (zone-local plus cross-zone endpoints)",
-    Routing.NO_ENDPOINTS: "no endpoints (connections refused)",
+    Routing.NO_ENDPOINTS: "no endpoints (fails closed)",
+}
+_FAIL_CLOSED_TEXT = {
+    DataPlane.CILIUM_1_18_0: " (connections refused, cilium issue 41022; fixed in 1.18.1)",
+    DataPlane.INGRESS_NGINX: " (HTTP 503, ingress-nginx issue 11342)",
 }
 
 
@@ -558,7 +562,10 @@ def cause_text(dataplane: DataPlane, zone_routing: ZoneRouting, zones: Sequence[
     if cause is Cause.NO_HINT_FOR_ZONE:
         hinted = f"no ready endpoint is hinted for {zone_list(zones)}"
         if zone_routing.routing is Routing.NO_ENDPOINTS:
-            return f"{hinted}, and {dataplane} then gives the zone no endpoint at all"
+            return (
+                f"{hinted}, so {dataplane} gives these clients no endpoint at all"
+                f"{_FAIL_CLOSED_TEXT.get(dataplane, '')}"
+            )
         if dataplane is DataPlane.INGRESS_NGINX:
             return f"{hinted}: a slice without such an endpoint is kept whole (PreferClose)"
         return hinted

@@ -83,20 +83,20 @@ def test_explain_gives_one_routing_paragraph_per_data_plane() -> None:
 
 
 def test_fail_closed_is_named() -> None:
-    """cilium-1.18.0 refusing a zone's clients says no endpoints, and why."""
-    snapshot = CONFORMANCE_DIR / "upstream-reconciler-topology-auto-zone-c.snapshot.json"
-    document = json.loads(
-        run("evaluate", "--snapshot", str(snapshot), "--dataplane", "cilium-1.18.0").stdout
+    """Zones refused by cilium-1.18.0 and ingress-nginx: no endpoints, and why, with the issue."""
+    name = "upstream-utils-giving-receiving-preference-for-same-zone-before"
+    snapshot = CONFORMANCE_DIR / f"{name}.snapshot.json"
+    completed = run(
+        "explain", "--snapshot", str(snapshot), "--dataplane", "cilium-1.18.0,ingress-nginx"
     )
-    refused = [
-        entry
-        for entry in document["services"]
-        if any("no-endpoints" in counts for counts in entry["routing"]["cilium-1.18.0"].values())
-    ]
-    if not refused:
-        pytest.skip("this vector has no fail-closed zone for cilium-1.18.0")
-    completed = run("explain", "--snapshot", str(snapshot), "--dataplane", "cilium-1.18.0")
-    assert "no endpoints (connections refused)" in flat(completed.stdout)
+    assert completed.returncode == 0, completed.stderr
+    text = flat(completed.stdout)
+    assert (
+        "cilium-1.18.0: same-zone on 1 of 3 nodes; no endpoints (fails closed) on 2 of 3 nodes "
+        "(zone-b, zone-c): no ready endpoint is hinted for zone-b, zone-c, so cilium-1.18.0 "
+        "gives these clients no endpoint at all (connections refused, cilium issue 41022"
+    ) in text
+    assert "(HTTP 503, ingress-nginx issue 11342)" in text
 
 
 @pytest.mark.parametrize("example", sorted(EXAMPLES_DIR.glob("*.json")), ids=lambda path: path.stem)
