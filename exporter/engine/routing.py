@@ -108,9 +108,16 @@ class ZoneRouting:
     endpoint: Endpoint | None = None
 
 
+_NO_EXCEPTIONS: Mapping[str, Routing] = MappingProxyType({})
+
+
 @dataclass(frozen=True, slots=True)
 class RoutingView:
-    """One data plane's routing of one (Service, address type) over the Ready nodes."""
+    """One data plane's routing of one (Service, address type) over the Ready nodes.
+
+    Held for every Service in the live state, so it stores only what differs per
+    Service: the node lists are the evaluation's shared ReadyNodes, counted on demand.
+    """
 
     # Routing of the zone's nodes that are not in `by_node`; given for every zone of a
     # Ready node. Empty when no routing applies (headless, ExternalName, not an IP
@@ -118,14 +125,21 @@ class RoutingView:
     by_zone: Mapping[str, ZoneRouting]
     # Ready nodes whose routing differs from their zone's (a node hint or nodeName matched).
     by_node: Mapping[str, Routing]
-    # zone -> routing -> Ready nodes of the zone with it (only routings that occur).
-    nodes: Mapping[str, Mapping[Routing, int]]
     # Share of Ready nodes whose routing stays local; None when no routing applies.
     local_ratio: float | None
+    # The evaluation's Ready nodes (shared, not copied).
+    ready_nodes: ReadyNodes | None = None
 
     @property
     def applies(self) -> bool:
         return bool(self.by_zone)
+
+    @property
+    def nodes(self) -> dict[str, dict[Routing, int]]:
+        """zone -> routing -> Ready nodes of the zone with it (only routings that occur)."""
+        if self.ready_nodes is None:
+            return {}
+        return _node_counts(self.ready_nodes, self.by_zone, self.by_node)
 
     def routing_of(self, node: str, zone: str) -> Routing | None:
         routing = self.by_node.get(node)
@@ -135,7 +149,24 @@ class RoutingView:
         return zone_routing.routing if zone_routing is not None else None
 
 
-NO_ROUTING = RoutingView(MappingProxyType({}), MappingProxyType({}), MappingProxyType({}), None)
+NO_ROUTING = RoutingView(MappingProxyType({}), _NO_EXCEPTIONS, None)
+
+
+def _node_counts(
+    nodes: ReadyNodes, by_zone: Mapping[str, ZoneRouting], by_node: Mapping[str, Routing]
+) -> dict[str, dict[Routing, int]]:
+    counts = {
+        zone: {by_zone[zone].routing: len(zone_nodes)} for zone, zone_nodes in nodes.by_zone.items()
+    }
+    for node, routing in by_node.items():
+        zone = nodes.zone_of[node]
+        zone_counts = counts[zone]
+        shared = by_zone[zone].routing
+        zone_counts[shared] -= 1
+        if not zone_counts[shared]:
+            del zone_counts[shared]
+        zone_counts[routing] = zone_counts.get(routing, 0) + 1
+    return counts
 
 
 def deduplicated(slices: Iterable[EndpointSlice]) -> list[Endpoint]:
@@ -267,28 +298,18 @@ def routing_view(
         zone = nodes.zone_of.get(node)
         if zone is not None and routing is not by_zone[zone].routing:
             by_node[node] = routing
-    # Evaluated for every Service and data plane: plain dicts, no Counter.
-    counts: dict[str, dict[Routing, int]] = {
-        zone: {by_zone[zone].routing: len(zone_nodes)} for zone, zone_nodes in nodes.by_zone.items()
-    }
-    for node, routing in by_node.items():
-        zone_counts = counts[nodes.zone_of[node]]
-        shared = by_zone[nodes.zone_of[node]].routing
-        zone_counts[shared] -= 1
-        if not zone_counts[shared]:
-            del zone_counts[shared]
-        zone_counts[routing] = zone_counts.get(routing, 0) + 1
     local = sum(
-        count
-        for zone_counts in counts.values()
-        for routing, count in zone_counts.items()
-        if routing in _LOCAL_ROUTINGS
+        len(zone_nodes)
+        for zone, zone_nodes in nodes.by_zone.items()
+        if by_zone[zone].routing in _LOCAL_ROUTINGS
     )
+    for node, routing in by_node.items():
+        # An exception may move its node between local and not.
+        shared = by_zone[nodes.zone_of[node]].routing
+        local += (routing in _LOCAL_ROUTINGS) - (shared in _LOCAL_ROUTINGS)
     return RoutingView(
         by_zone=MappingProxyType(by_zone),
-        by_node=MappingProxyType(dict(sorted(by_node.items())) if by_node else by_node),
-        nodes=MappingProxyType(
-            {zone: MappingProxyType(zone_counts) for zone, zone_counts in counts.items()}
-        ),
+        by_node=MappingProxyType(dict(sorted(by_node.items()))) if by_node else _NO_EXCEPTIONS,
         local_ratio=local / len(nodes.zone_of),
+        ready_nodes=nodes,
     )
