@@ -13,6 +13,7 @@ import msgspec
 
 from exporter import __version__
 from exporter.document import evaluation_document, service_document
+from exporter.engine import DEFAULT_DATAPLANES, DataPlane
 from exporter.overview import (
     NODES,
     exit_status,
@@ -110,6 +111,29 @@ def _add_scope_arguments(explain: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_dataplane_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    parser.add_argument(
+        "--dataplane",
+        action="append",
+        metavar="ID[,ID]",
+        help="data planes whose routing to compute (SPEC section 10; default kube-proxy): "
+        + ", ".join(DataPlane),
+    )
+
+
+def parse_dataplanes(values: Sequence[str] | None) -> tuple[DataPlane, ...]:
+    """The --dataplane ids in the order given, each once; CommandError names the valid ones."""
+    ids = [value for group in values or () for value in group.split(",") if value]
+    if not ids:
+        return DEFAULT_DATAPLANES
+    unknown = [value for value in ids if value not in DataPlane.__members__.values()]
+    if unknown:
+        raise CommandError(
+            f"unknown --dataplane {unknown[0]!r}: valid ids are {', '.join(DataPlane)}"
+        )
+    return tuple(dict.fromkeys(DataPlane(value) for value in ids))
+
+
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
@@ -122,11 +146,13 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         "evaluate", help="print the verdicts for a snapshot or a cluster as one JSON document"
     )
     _add_input_arguments(evaluate)
+    _add_dataplane_argument(evaluate)
 
     explain = commands.add_parser(
         "explain", help="explain the verdicts for a snapshot or a cluster, Service by Service"
     )
     _add_input_arguments(explain)
+    _add_dataplane_argument(explain)
     _add_scope_arguments(explain)
     explain.add_argument(
         "--output",
@@ -288,6 +314,7 @@ def _add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentPars
     scope.add_argument(
         "--total-shards", type=int, default=1, metavar="N", help="number of shards (default 1)"
     )
+    _add_dataplane_argument(scope)
     logs = serve.add_argument_group("logging")
     logs.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
     logs.add_argument(
@@ -351,6 +378,7 @@ def _serve_options(args: argparse.Namespace) -> ServeOptions:
         total_shards=args.total_shards,
         log_level=args.log_level,
         log_format=args.log_format,
+        dataplanes=parse_dataplanes(args.dataplane),
     )
 
 
@@ -408,10 +436,11 @@ def _warn(message: str) -> None:
 
 
 def _run_evaluate(args: argparse.Namespace) -> int:
+    dataplanes = parse_dataplanes(args.dataplane)
     snapshot, missing, _where = _read_input(args)
     for warning in missing_warnings(missing):
         _warn(warning)
-    _print_json(evaluation_document(snapshot.evaluate()))
+    _print_json(evaluation_document(snapshot.evaluate(dataplanes)))
     return 0
 
 
@@ -449,9 +478,10 @@ def _scope(args: argparse.Namespace) -> tuple[str | None, str | None]:
 def _run_explain(args: argparse.Namespace) -> int:
     from exporter.explain import ExplainOptions, explain_text  # noqa: PLC0415
 
+    dataplanes = parse_dataplanes(args.dataplane)
     namespace, name = _scope(args)
     snapshot, missing, where = _read_input(args)
-    evaluation = snapshot.evaluate()
+    evaluation = snapshot.evaluate(dataplanes)
     try:
         verdicts = select(evaluation, namespace, name)
     except LookupError as error:

@@ -28,6 +28,7 @@ from exporter.engine.model import (
     CONTROL_PLANE_LABELS,
     DEPRECATED_HINTS_ANNOTATION,
     ENDPOINTSLICE_CONTROLLER,
+    ISTIO_TRAFFIC_DISTRIBUTION_ANNOTATION,
     MANAGED_BY_LABEL,
     SERVICE_NAME_LABEL,
     TOPOLOGY_MODE_ANNOTATION,
@@ -130,6 +131,7 @@ class _Hints(msgspec.Struct, gc=False):
 class _EndpointConditions(msgspec.Struct, gc=False):
     # One field per condition the rules read; add serving/terminating here as needed.
     ready: bool | None = None
+    terminating: bool | None = None
 
 
 class _Endpoint(msgspec.Struct, gc=False):
@@ -395,6 +397,7 @@ def service_from_raw(raw: RawService) -> Service:
         internal_traffic_policy=raw.spec.internalTrafficPolicy,
         type=raw.spec.type,
         cluster_ip=raw.spec.clusterIP,
+        istio_traffic_distribution=annotations.get(ISTIO_TRAFFIC_DISTRIBUTION_ANNOTATION),
     )
 
 
@@ -418,6 +421,7 @@ def _endpoints(raws: list[_Endpoint] | None) -> tuple[Endpoint, ...]:
                 node_name=intern(node_name) if node_name is not None else None,
                 zone_hints=_names(hints.forZones) if hints is not None else (),
                 node_hints=_names(hints.forNodes) if hints is not None else (),
+                terminating=conditions.terminating if conditions is not None else None,
             )
         )
     return tuple(endpoints)

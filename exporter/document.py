@@ -7,6 +7,25 @@ from typing import Any
 from exporter.engine import Evaluation, ServiceVerdict
 
 
+def routing_fields(verdict: ServiceVerdict) -> dict[str, Any]:
+    """SPEC section 10: `routing` and `local_routing_ratio`, both null where no routing applies."""
+    views = verdict.routing
+    if not views or not all(view.applies for view in views.values()):
+        return {"routing": None, "local_routing_ratio": None}
+    return {
+        "routing": {
+            str(dataplane): {
+                zone: {str(routing): count for routing, count in counts.items()}
+                for zone, counts in view.nodes.items()
+            }
+            for dataplane, view in views.items()
+        },
+        "local_routing_ratio": {
+            str(dataplane): view.local_ratio for dataplane, view in views.items()
+        },
+    }
+
+
 def service_document(verdict: ServiceVerdict) -> dict[str, Any]:
     nearest = verdict.nearest_feasible
     return {
@@ -37,6 +56,7 @@ def service_document(verdict: ServiceVerdict) -> dict[str, Any]:
         ),
         "config_issues": sorted(str(issue) for issue in verdict.config_issues),
         "drift": sorted(str(kind) for kind in verdict.drift),
+        **routing_fields(verdict),
     }
 
 

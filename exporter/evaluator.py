@@ -9,13 +9,15 @@ reference swapped atomically, so a scrape never sees a half-applied update.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TypeVar
 
 from exporter.engine import (
+    DEFAULT_DATAPLANES,
     ClusterCapacity,
+    DataPlane,
     EndpointSlice,
     ExpectedState,
     ReadyNodes,
@@ -82,8 +84,11 @@ class Evaluator:
         *,
         clock: Callable[[], float] | None = None,
         observe: Callable[[float], None] | None = None,
+        dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES,
     ) -> None:
         self._store = store
+        # Each verdict carries these data planes' routing (SPEC section 10).
+        self._dataplanes = tuple(dataplanes)
         # Looked up now, not at import, so a frozen clock in tests applies.
         self._clock = clock or time.time
         self._observe = observe or (lambda _seconds: None)
@@ -166,7 +171,7 @@ class Evaluator:
                 self._forget_events_of(key)
             self._forget(old_keys)
             return
-        verdicts = evaluate_service(service, slices, capacity, nodes)
+        verdicts = evaluate_service(service, slices, capacity, nodes, self._dataplanes)
         self._forget(old_keys - {verdict.key for verdict in verdicts})
         for verdict in verdicts:
             self._track_flip(verdict)

@@ -15,17 +15,25 @@ from enum import StrEnum
 from typing import NamedTuple
 
 from exporter.engine import (
+    DATA_PLANES,
+    Cause,
     ClusterCapacity,
     ConfigIssue,
+    DataPlane,
     DisableReason,
     DriftKind,
+    Endpoint,
     Evaluation,
     ExpectedState,
     Mechanism,
     MissingInfo,
     NodeProblem,
     ProxyMode,
+    ReadyNodes,
+    Routing,
+    RoutingView,
     ServiceVerdict,
+    ZoneRouting,
 )
 from exporter.engine.allocation import OVERLOAD_LIMIT, refusal_reason, zone_minimum
 from exporter.engine.mechanism import deciding_annotation
@@ -308,6 +316,7 @@ def service_lines(
     title = options.paint(f"Service {service.namespace}/{service.name}", Tone.BOLD)
     lines = [
         f"{title} ({verdict.address_type})",
+        *routing_lines(evaluation.nodes, verdict, options),
         *prose("Mechanism", mechanism_text(verdict), options),
         field("Verdict", verdict_text(verdict, options)),
         *prose("Why", why_text(evaluation, verdict), options),
@@ -632,6 +641,130 @@ def config_issue_lines(verdict: ServiceVerdict, options: ExplainOptions) -> list
         lines.append(options.paint(str(issue), Tone.WARN))
         lines += reflow(f"  fix: {issue.fix}", options, hang="       ")
     return lines
+
+
+# Effective routing (SPEC section 10): does this Service's traffic stay local?
+
+_ROUTING_WORDS = {
+    Routing.CLUSTER: "cluster-wide",
+    Routing.MIXED: "mixed (zone-local plus cross-zone endpoints)",
+    Routing.NO_ENDPOINTS: "no endpoints (fails closed)",
+}
+_FAIL_CLOSED_TEXT = {
+    DataPlane.CILIUM_1_18_0: " (connections refused, cilium issue 41022; fixed in 1.18.1)",
+    DataPlane.INGRESS_NGINX: " (HTTP 503, ingress-nginx issue 11342)",
+}
+
+
+def routing_lines(nodes: ReadyNodes, verdict: ServiceVerdict, options: ExplainOptions) -> list[str]:
+    """One paragraph per configured data plane: where its clients' traffic goes, and why."""
+    lines = []
+    for dataplane, view in verdict.routing.items():
+        text, tone = routing_text(dataplane, view, nodes)
+        lines += reflow(f"{dataplane}: {text}", options, tone, hang="  ")
+    return fields("Effective routing", lines)
+
+
+RoutingGroup = tuple[Routing, ZoneRouting | None]
+
+
+def routing_groups(view: RoutingView) -> dict[RoutingGroup, tuple[int, list[str]]]:
+    """Nodes that share a routing and its cause: (node count, zones)."""
+    groups: dict[RoutingGroup, tuple[int, list[str]]] = {}
+    for zone, counts in view.nodes.items():
+        zone_routing = view.by_zone[zone]
+        for routing, count in counts.items():
+            # Node exceptions (same-node) have no cause to tell.
+            key = (routing, zone_routing if routing is zone_routing.routing else None)
+            total, zones = groups.get(key, (0, []))
+            groups[key] = (total + count, [*zones, zone])
+    return groups
+
+
+def routing_text(dataplane: DataPlane, view: RoutingView, nodes: ReadyNodes) -> tuple[str, Tone]:
+    if not view.applies:
+        if not nodes.zone_of:
+            return "no routing: no Ready node", Tone.WARN
+        return "no routing (headless or ExternalName Service, or not an IP address type)", Tone.BOLD
+    total = len(nodes.zone_of)
+    groups = sorted(
+        routing_groups(view).items(), key=lambda item: (not item[0][0].stays_local, item[0][0])
+    )
+    parts = []
+    for (routing, zone_routing), (count, zones) in groups:
+        if routing.stays_local:
+            local = " (internalTrafficPolicy: Local)" if routing is Routing.LOCAL else ""
+            parts.append(f"{routing} on {count} of {total} nodes{local}")
+            continue
+        where = (
+            "every node" if count == total else f"{count} of {total} nodes ({zone_names(zones)})"
+        )
+        cause = cause_text(dataplane, zone_routing, zones) if zone_routing else ""
+        parts.append(f"{_ROUTING_WORDS.get(routing, str(routing))} on {where}: {cause}")
+    routings = {routing for (routing, _), _ in groups}
+    tone = Tone.GOOD if all(routing.stays_local for routing in routings) else Tone.WARN
+    if Routing.NO_ENDPOINTS in routings:
+        tone = Tone.BAD
+    return "; ".join(parts), tone
+
+
+def zone_names(zones: Sequence[str]) -> str:
+    return ", ".join(zone_name(zone) for zone in zones)
+
+
+def cause_text(dataplane: DataPlane, zone_routing: ZoneRouting, zones: Sequence[str]) -> str:
+    """The cause, in words naming the endpoint, the zone or the setting behind it."""
+    cause, endpoint = zone_routing.cause, zone_routing.endpoint
+    if cause is Cause.UNHINTED_ENDPOINT and endpoint is not None:
+        return unhinted_text(dataplane, endpoint, zone_routing.routing)
+    if cause is Cause.NO_HINT_FOR_ZONE:
+        hinted = f"no ready endpoint is hinted for {zone_names(zones)}"
+        if zone_routing.routing is Routing.NO_ENDPOINTS:
+            return (
+                f"{hinted}, so {dataplane} gives these clients no endpoint at all"
+                f"{_FAIL_CLOSED_TEXT.get(dataplane, '')}"
+            )
+        if dataplane is DataPlane.INGRESS_NGINX:
+            return f"{hinted}: a slice without such an endpoint is kept whole (PreferClose)"
+        return hinted
+    if cause is Cause.NOT_REQUESTED:
+        return f"{dataplane} looks at topology only with {DATA_PLANES[dataplane].needs}"
+    return _CAUSE_TEXT.get(cause, str(cause)).format(dataplane=dataplane, zones=zone_names(zones))
+
+
+_CAUSE_TEXT = {
+    Cause.NO_READY_ENDPOINTS: "the Service has no ready endpoint",
+    Cause.HINTS_IGNORED: (
+        "{dataplane} ignores every hint (Cilium's enable-service-topology is off by default; "
+        "turn it on, cilium issue 25283)"
+    ),
+    Cause.NO_HINTS: "no ready endpoint carries a zone hint",
+    Cause.NO_ZONE_LABEL: f"the nodes have no {ZONE_LABEL} label",
+    Cause.NO_ENDPOINT_IN_ZONE: "no ready endpoint runs in {zones}",
+    Cause.TOO_FEW_IN_ZONE: (
+        "fewer than 3 ready endpoints run in {zones}, the minimum {dataplane} wants under "
+        "the topology-mode annotation"
+    ),
+}
+
+
+def unhinted_text(dataplane: DataPlane, endpoint: Endpoint, routing: Routing) -> str:
+    address = endpoint.address
+    if routing is Routing.MIXED:
+        consequence = f"{dataplane} mixes every such endpoint into each zone's set"
+    elif dataplane is DataPlane.INGRESS_NGINX:
+        consequence = "ingress-nginx keeps its EndpointSlice whole"
+    else:
+        consequence = f"{dataplane} ignores every hint"
+    if endpoint.ready is None:
+        return (
+            f"endpoint {address} has no `ready` condition, so {dataplane} counts it and the "
+            f"controller never hints it; {consequence}"
+        )
+    if endpoint.ready is False:
+        state = "terminating" if endpoint.terminating else "not ready"
+        return f"endpoint {address} ({state}) has no zone hint, so {consequence}"
+    return f"endpoint {address} has no zone hint, so {consequence}"
 
 
 # The replica advisor (auto only)

@@ -20,6 +20,7 @@ from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
 from exporter import __version__
+from exporter.engine import DEFAULT_DATAPLANES, DataPlane
 from exporter.evaluator import Evaluator
 from exporter.logs import LogFormat, configure_logging
 from exporter.metrics.collector import (
@@ -73,6 +74,8 @@ class ServeOptions:
     log_level: str = "info"
     log_format: LogFormat | None = None
     informer: InformerSettings = field(default_factory=InformerSettings)
+    # SPEC section 10: the data planes whose routing the live state carries.
+    dataplanes: tuple[DataPlane, ...] = DEFAULT_DATAPLANES
 
 
 def shard_of(namespace: str, name: str, total_shards: int) -> int:
@@ -123,7 +126,9 @@ class Exporter:
             # A snapshot has no watches: no watch_up series rather than a false "down".
             resources=() if options.snapshot is not None else RESOURCES,
         )
-        self.evaluator = Evaluator(self.store, observe=self.metrics.evaluation)
+        self.evaluator = Evaluator(
+            self.store, observe=self.metrics.evaluation, dataplanes=options.dataplanes
+        )
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._threads: list[threading.Thread] = []

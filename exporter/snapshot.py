@@ -21,7 +21,7 @@ import codecs
 import os
 import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -42,7 +42,15 @@ from exporter.decode import (
     node_from_raw,
     service_from_raw,
 )
-from exporter.engine import EndpointSlice, Evaluation, Node, Service, evaluate
+from exporter.engine import (
+    DEFAULT_DATAPLANES,
+    DataPlane,
+    EndpointSlice,
+    Evaluation,
+    Node,
+    Service,
+    evaluate,
+)
 
 STDIN = "-"
 # Far above any real cluster (kubectl's JSON for 5,000 nodes and 150,000 endpoints is a
@@ -64,8 +72,8 @@ class Snapshot:
     services: tuple[Service, ...]
     endpoint_slices: tuple[EndpointSlice, ...]
 
-    def evaluate(self) -> Evaluation:
-        return evaluate(self.nodes, self.services, self.endpoint_slices)
+    def evaluate(self, dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES) -> Evaluation:
+        return evaluate(self.nodes, self.services, self.endpoint_slices, dataplanes)
 
 
 # -- bytes --------------------------------------------------------------------------------

@@ -64,3 +64,25 @@ def service_keys(document: dict[str, Any]) -> list[tuple[str, str, str]]:
         (service["namespace"], service["name"], service["address_type"])
         for service in document["services"]
     ]
+
+
+def routing_mismatches(expected: dict[str, Any], actual: dict[str, Any]) -> list[str]:
+    """README's routing rules: `routing` compared as objects, ratios within 1e-3, null as null."""
+    path = f"{expected['namespace']}/{expected['name']} {expected['address_type']}"
+    if expected["routing"] is None or expected["local_routing_ratio"] is None:
+        return [
+            f"{path}.{name}: expected null, got {actual.get(name)!r}"
+            for name in ("routing", "local_routing_ratio")
+            if actual.get(name) is not None
+        ]
+    problems = []
+    if actual.get("routing") != expected["routing"]:
+        problems.append(
+            f"{path}.routing: expected {expected['routing']}, got {actual.get('routing')}"
+        )
+    problems.extend(
+        mismatches(
+            expected["local_routing_ratio"], actual.get("local_routing_ratio"), f"{path}.ratio"
+        )
+    )
+    return problems

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conformance_rules import mismatches, service_keys
+from exporter.engine import DataPlane
+from tests.conformance_rules import mismatches, routing_mismatches, service_keys
 from tests.conftest import CONFORMANCE_DIR, IN_CI, SHARED_CONFORMANCE_DIR, exporter_command
 
 VECTORS = sorted(CONFORMANCE_DIR.glob("*.snapshot.json"))
@@ -60,3 +61,44 @@ def test_vector(snapshot: Path) -> None:
     actual = json.loads(completed.stdout)
     assert service_keys(actual) == service_keys(expected)
     assert mismatches(expected, actual) == []
+
+
+ROUTING_VECTORS = sorted(CONFORMANCE_DIR.glob("*.routing.json"))
+
+
+def test_every_vector_has_its_routing() -> None:
+    """Each snapshot has the routing of every data plane: `--dataplane` runs on them all."""
+    assert len(ROUTING_VECTORS) == len(VECTORS)
+    for routing in ROUTING_VECTORS:
+        assert routing.with_name(routing.name.replace(".routing.", ".snapshot.")).is_file()
+        assert json.loads(routing.read_text())["dataplanes"] == list(DataPlane)
+
+
+@pytest.mark.parametrize("routing", ROUTING_VECTORS, ids=lambda path: path.name.split(".")[0])
+def test_routing_vector(routing: Path) -> None:
+    """`evaluate --dataplane` with all ten ids reports each entry's routing and local ratio."""
+    expected = json.loads(routing.read_text())
+    snapshot = routing.with_name(routing.name.replace(".routing.", ".snapshot."))
+    completed = subprocess.run(
+        [
+            *exporter_command(),
+            "evaluate",
+            "--snapshot",
+            str(snapshot),
+            "--dataplane",
+            ",".join(expected["dataplanes"]),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert completed.returncode == 0, completed.stderr
+    actual = json.loads(completed.stdout)
+    assert service_keys(actual) == service_keys(expected)
+    problems = [
+        problem
+        for want, got in zip(expected["services"], actual["services"], strict=True)
+        for problem in routing_mismatches(want, got)
+    ]
+    assert problems == []

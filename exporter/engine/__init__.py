@@ -13,7 +13,9 @@ from exporter.engine.allocation import (
     nearest_feasible,
 )
 from exporter.engine.capacity import ClusterCapacity, MissingInfo, NodeProblem, cluster_capacity
+from exporter.engine.dataplanes import DATA_PLANES, DataPlaneRule, route
 from exporter.engine.evaluate import (
+    DEFAULT_DATAPLANES,
     Evaluation,
     ExpectedState,
     ServiceVerdict,
@@ -26,13 +28,27 @@ from exporter.engine.kubeproxy import ProxyMode, ProxyView, ReadyNodes
 from exporter.engine.mechanism import ConfigIssue, Mechanism, config_issues, mechanism_of
 from exporter.engine.model import Endpoint, EndpointSlice, Node, Service
 from exporter.engine.reasons import DisableReason
+from exporter.engine.routing import (
+    Cause,
+    DataPlane,
+    Routing,
+    RoutingView,
+    ServiceEndpoints,
+    ZoneRouting,
+    service_endpoints,
+)
 
 __all__ = [
+    "DATA_PLANES",
+    "DEFAULT_DATAPLANES",
     "OVERLOAD_LIMIT",
     "OVERLOAD_THRESHOLD",
     "Allocation",
+    "Cause",
     "ClusterCapacity",
     "ConfigIssue",
+    "DataPlane",
+    "DataPlaneRule",
     "DisableReason",
     "DriftKind",
     "Endpoint",
@@ -47,8 +63,12 @@ __all__ = [
     "ProxyMode",
     "ProxyView",
     "ReadyNodes",
+    "Routing",
+    "RoutingView",
     "Service",
+    "ServiceEndpoints",
     "ServiceVerdict",
+    "ZoneRouting",
     "ZoneVerdict",
     "allocate",
     "cluster_capacity",
@@ -57,4 +77,6 @@ __all__ = [
     "evaluate_service",
     "mechanism_of",
     "nearest_feasible",
+    "route",
+    "service_endpoints",
 ]

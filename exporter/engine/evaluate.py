@@ -4,17 +4,21 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
 from exporter.engine.allocation import NearestFeasible, allocate, nearest_feasible
 from exporter.engine.capacity import ClusterCapacity, cluster_capacity
+from exporter.engine.dataplanes import route
 from exporter.engine.health import DriftKind, drift_kinds, hint_completeness, load_factor
-from exporter.engine.kubeproxy import ProxyView, ReadyNodes, proxy_view
+from exporter.engine.kubeproxy import ProxyView, ReadyNodes, proxy_view_of
 from exporter.engine.mechanism import ConfigIssue, Mechanism, config_issues, mechanism_of
 from exporter.engine.model import Endpoint, EndpointSlice, Node, Service
 from exporter.engine.reasons import DisableReason
+from exporter.engine.routing import DataPlane, RoutingView, service_endpoints
+
+DEFAULT_DATAPLANES = (DataPlane.KUBE_PROXY,)
 
 
 class ExpectedState(StrEnum):
@@ -58,6 +62,8 @@ class ServiceVerdict:
     drift: frozenset[DriftKind]
     # Any endpoint of these slices carries a zone or node hint, ready or not.
     carries_hints: bool
+    # SPEC section 10: each configured data plane's routing, in the configured order.
+    routing: Mapping[DataPlane, RoutingView] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -70,6 +76,8 @@ class Evaluation:
     nodes: ReadyNodes
     # Sorted by namespace, name, address type.
     services: tuple[ServiceVerdict, ...]
+    # The data planes whose routing each verdict carries.
+    dataplanes: tuple[DataPlane, ...] = DEFAULT_DATAPLANES
 
 
 def ready_nodes(nodes: Iterable[Node]) -> ReadyNodes:
@@ -101,6 +109,7 @@ def evaluate_address_type(
     slices: Sequence[EndpointSlice],
     capacity: ClusterCapacity,
     nodes: ReadyNodes,
+    dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES,
 ) -> ServiceVerdict:
     """One Service's verdict for the slices of one address type, in List order."""
     mechanism = mechanism_of(service)
@@ -136,6 +145,15 @@ def evaluate_address_type(
             load_factor=load_factor(ratio, ready, hinted_by_zone[zone]),
         )
     hinted = sum(1 for endpoint in counted if endpoint.zone_hints)
+    endpoints = service_endpoints(service, address_type, slices)
+    # kube-proxy's routing is section 5's proxy mode: computed once, whether configured or not.
+    kube_proxy = route(DataPlane.KUBE_PROXY, endpoints, nodes)
+    routing = {
+        dataplane: kube_proxy
+        if dataplane is DataPlane.KUBE_PROXY
+        else route(dataplane, endpoints, nodes)
+        for dataplane in dataplanes
+    }
     return ServiceVerdict(
         service=service,
         address_type=address_type,
@@ -147,7 +165,7 @@ def evaluate_address_type(
         zones=MappingProxyType(zones),
         zone_endpoints=MappingProxyType(dict(sorted(zone_endpoints.items()))),
         hint_completeness=hint_completeness(ready, hinted),
-        proxy=proxy_view(service, address_type, slices, nodes),
+        proxy=proxy_view_of(kube_proxy),
         nearest_feasible=(
             nearest_feasible(capacity, ready) if mechanism is Mechanism.AUTO else None
         ),
@@ -164,6 +182,7 @@ def evaluate_address_type(
             for endpoint_slice in slices
             for endpoint in endpoint_slice.endpoints
         ),
+        routing=MappingProxyType(routing),
     )
 
 
@@ -172,13 +191,14 @@ def evaluate_service(
     slices: Sequence[EndpointSlice],
     capacity: ClusterCapacity,
     nodes: ReadyNodes,
+    dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES,
 ) -> tuple[ServiceVerdict, ...]:
     """One verdict per address type among the Service's slices, sorted by address type."""
     by_type: dict[str, list[EndpointSlice]] = {}
     for endpoint_slice in slices:
         by_type.setdefault(endpoint_slice.address_type, []).append(endpoint_slice)
     return tuple(
-        evaluate_address_type(service, address_type, typed, capacity, nodes)
+        evaluate_address_type(service, address_type, typed, capacity, nodes, dataplanes)
         for address_type, typed in sorted(by_type.items())
     )
 
@@ -195,7 +215,10 @@ def slices_by_service(
 
 
 def evaluate(
-    nodes: Iterable[Node], services: Iterable[Service], slices: Iterable[EndpointSlice]
+    nodes: Iterable[Node],
+    services: Iterable[Service],
+    slices: Iterable[EndpointSlice],
+    dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES,
 ) -> Evaluation:
     """Every Service with EndpointSlices gets a verdict; slices of unknown Services are ignored."""
     node_list = tuple(nodes)
@@ -206,7 +229,9 @@ def evaluate(
         verdict
         for service in services
         if service.key in grouped
-        for verdict in evaluate_service(service, grouped[service.key], capacity, ready)
+        for verdict in evaluate_service(service, grouped[service.key], capacity, ready, dataplanes)
     ]
     verdicts.sort(key=lambda verdict: verdict.key)
-    return Evaluation(capacity=capacity, nodes=ready, services=tuple(verdicts))
+    return Evaluation(
+        capacity=capacity, nodes=ready, services=tuple(verdicts), dataplanes=tuple(dataplanes)
+    )

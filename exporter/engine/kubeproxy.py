@@ -1,9 +1,9 @@
 """SPEC section 5: the topology mode kube-proxy picks for a Service on each node.
 
-kube-proxy decides one mode per Service for a whole node. Nodes of one zone that
-have no node hint of their own all decide alike, so the result is reported per zone
-plus the nodes that match a node hint; computing it that way keeps the cost
-independent of the number of nodes.
+kube-proxy decides one mode per Service for a whole node. It is the `kube-proxy` data
+plane of section 10 (`exporter.engine.dataplanes.kube_proxy`) under section 5's names:
+one rule, two vocabularies. Nodes of one zone that have no node hint of their own all
+decide alike, so the result is reported per zone plus the nodes that match a node hint.
 """
 
 from __future__ import annotations
@@ -13,9 +13,25 @@ from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
 
-from exporter.engine.model import Endpoint, EndpointSlice, Service
+from exporter.engine.dataplanes import route
+from exporter.engine.model import EndpointSlice, Service
+from exporter.engine.routing import (
+    PROXIED_ADDRESS_TYPES,
+    DataPlane,
+    ReadyNodes,
+    Routing,
+    RoutingView,
+    service_endpoints,
+)
 
-PROXIED_ADDRESS_TYPES = frozenset({"IPv4", "IPv6"})
+__all__ = [
+    "PROXIED_ADDRESS_TYPES",
+    "ProxyMode",
+    "ProxyView",
+    "ReadyNodes",
+    "proxy_view",
+    "proxy_view_of",
+]
 
 
 class ProxyMode(StrEnum):
@@ -25,27 +41,14 @@ class ProxyMode(StrEnum):
     LOCAL = "Local"
 
 
-@dataclass(frozen=True, slots=True)
-class ReadyNodes:
-    """Ready nodes, as kube-proxy runs on every one of them, control plane included."""
-
-    # zone ("" for no label) -> sorted node names
-    by_zone: Mapping[str, tuple[str, ...]]
-    # node name -> zone
-    zone_of: Mapping[str, str]
-
-    @classmethod
-    def from_pairs(cls, pairs: Iterable[tuple[str, str]]) -> ReadyNodes:
-        zone_of = dict(pairs)
-        by_zone: dict[str, list[str]] = {}
-        for node, zone in zone_of.items():
-            by_zone.setdefault(zone, []).append(node)
-        return cls(
-            by_zone=MappingProxyType(
-                {zone: tuple(sorted(nodes)) for zone, nodes in sorted(by_zone.items())}
-            ),
-            zone_of=MappingProxyType(zone_of),
-        )
+_MODE_OF_ROUTING = MappingProxyType(
+    {
+        Routing.SAME_NODE: ProxyMode.PREFER_SAME_NODE,
+        Routing.SAME_ZONE: ProxyMode.PREFER_SAME_ZONE,
+        Routing.CLUSTER: ProxyMode.CLUSTER,
+        Routing.LOCAL: ProxyMode.LOCAL,
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,43 +64,19 @@ class ProxyView:
         return self.by_zone.get(zone)
 
 
-NOT_PROXIED = ProxyView(MappingProxyType({}), ())
-
-
-def proxied_endpoints(slices: Iterable[EndpointSlice]) -> list[Endpoint]:
-    """Ready endpoints as kube-proxy sees them: first copy of each address wins."""
-    seen: set[str] = set()
-    ready: list[Endpoint] = []
-    for endpoint_slice in slices:
-        for endpoint in endpoint_slice.endpoints:
-            if endpoint.address is None or endpoint.address in seen:
-                continue
-            seen.add(endpoint.address)
-            # kube-proxy treats an absent ready condition as ready, unlike the controller.
-            if endpoint.ready is not False:
-                ready.append(endpoint)
-    return ready
+def proxy_view_of(view: RoutingView) -> ProxyView:
+    """The `kube-proxy` data plane's routing in section 5's mode names."""
+    return ProxyView(
+        MappingProxyType(
+            {zone: _MODE_OF_ROUTING[routing.routing] for zone, routing in view.by_zone.items()}
+        ),
+        # kube-proxy's only node exceptions are PreferSameNode ones; by_node is sorted.
+        tuple(view.by_node),
+    )
 
 
 def proxy_view(
     service: Service, address_type: str, slices: Iterable[EndpointSlice], nodes: ReadyNodes
 ) -> ProxyView:
-    if not service.proxied or address_type not in PROXIED_ADDRESS_TYPES:
-        return NOT_PROXIED
-    if service.internal_traffic_policy == "Local":
-        return ProxyView(MappingProxyType(dict.fromkeys(nodes.by_zone, ProxyMode.LOCAL)), ())
-    ready = proxied_endpoints(slices)
-    all_zone_hinted = all(endpoint.zone_hints for endpoint in ready)
-    all_node_hinted = all(endpoint.node_hints for endpoint in ready)
-    hinted_zones = {zone for endpoint in ready for zone in endpoint.zone_hints}
-    hinted_nodes = {node for endpoint in ready for node in endpoint.node_hints}
-
-    def zone_mode(zone: str) -> ProxyMode:
-        if ready and all_zone_hinted and zone in hinted_zones:
-            return ProxyMode.PREFER_SAME_ZONE
-        return ProxyMode.CLUSTER
-
-    same_node: tuple[str, ...] = ()
-    if ready and all_node_hinted:
-        same_node = tuple(sorted(node for node in hinted_nodes if node in nodes.zone_of))
-    return ProxyView(MappingProxyType({zone: zone_mode(zone) for zone in nodes.by_zone}), same_node)
+    endpoints = service_endpoints(service, address_type, slices)
+    return proxy_view_of(route(DataPlane.KUBE_PROXY, endpoints, nodes))

@@ -19,6 +19,8 @@ MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
 ENDPOINTSLICE_CONTROLLER = "endpointslice-controller.k8s.io"
 DEPRECATED_HINTS_ANNOTATION = "service.kubernetes.io/topology-aware-hints"
 TOPOLOGY_MODE_ANNOTATION = "service.kubernetes.io/topology-mode"
+# Istio's own routing preference, read when spec.trafficDistribution is unset or unknown.
+ISTIO_TRAFFIC_DISTRIBUTION_ANNOTATION = "networking.istio.io/traffic-distribution"
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +44,8 @@ class Endpoint:
     node_name: str | None
     zone_hints: tuple[str, ...] = ()
     node_hints: tuple[str, ...] = ()
+    # conditions.terminating as written: Calico eBPF still routes to terminating endpoints.
+    terminating: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +72,8 @@ class Service:
     type: str
     # None for Services without a cluster IP field; "None" for headless ones.
     cluster_ip: str | None
+    # The networking.istio.io/traffic-distribution annotation; None when absent.
+    istio_traffic_distribution: str | None = None
 
     @property
     def key(self) -> tuple[str, str]:

@@ -1,0 +1,355 @@
+"""SPEC section 10, rule by rule: one function per data plane, and the registry naming them.
+
+`route` applies the preamble every data plane shares (no routing for headless and
+ExternalName Services or non-IP address types; `local` under internalTrafficPolicy
+Local, for the data planes that read it; `cluster` without a ready endpoint), then the
+data plane's own rule. A rule returns a RoutingView built by `routing_view` from a
+per-zone rule and the node exceptions, so its cost does not grow with the node count.
+
+Adding a data plane: a `DataPlane` member, one function here, one `DATA_PLANES` entry,
+and its table test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from types import MappingProxyType
+
+from exporter.engine.model import Endpoint, EndpointSlice
+from exporter.engine.routing import (
+    NO_ROUTING,
+    Cause,
+    DataPlane,
+    HintSets,
+    ReadyNodes,
+    Routing,
+    RoutingView,
+    ServiceEndpoints,
+    ZoneRouting,
+    hints_annotation_asks,
+    located_counts,
+    node_names,
+    routing_view,
+    topology_mode_is_auto,
+    uniform,
+)
+
+Rule = Callable[[ServiceEndpoints, ReadyNodes], RoutingView]
+
+SAME_ZONE = ZoneRouting(Routing.SAME_ZONE, Cause.HINTED_FOR_ZONE)
+NOT_REQUESTED = ZoneRouting(Routing.CLUSTER, Cause.NOT_REQUESTED)
+NO_ZONE_LABEL = ZoneRouting(Routing.CLUSTER, Cause.NO_ZONE_LABEL)
+
+
+def _no_hint_for(zone: str) -> ZoneRouting:
+    return NO_ZONE_LABEL if zone == "" else ZoneRouting(Routing.CLUSTER, Cause.NO_HINT_FOR_ZONE)
+
+
+def _same_node_on(node_names: frozenset[str]) -> list[tuple[str, Routing]]:
+    return [(node, Routing.SAME_NODE) for node in node_names]
+
+
+def zone_hints_followed(hints: HintSets, zone: str) -> ZoneRouting:
+    """`same-zone` only if every endpoint has a zone hint and one names the zone."""
+    problem = hints.zone_hint_problem
+    if problem is not None:
+        return problem
+    if zone in hints.zones:
+        return SAME_ZONE
+    return _no_hint_for(zone)
+
+
+# The rules, in SPEC order.
+
+
+def kube_proxy(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
+    """Section 5: all node-hinted -> same-node where named; all zone-hinted -> same-zone."""
+    ready = endpoints.ready
+    same_node = _same_node_on(ready.nodes) if ready.every_node_hinted else []
+    return routing_view(nodes, lambda zone: zone_hints_followed(ready, zone), same_node)
+
+
+def kube_proxy_1_29(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
+    """No node hints, and zone hints only under a hints annotation that is not off."""
+    if not hints_annotation_asks(endpoints.service):
+        return routing_view(nodes, uniform(NOT_REQUESTED))
+    return routing_view(nodes, lambda zone: zone_hints_followed(endpoints.ready, zone))
+
+
+def cilium(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
+    """enable-service-topology on, 1.18.1+: PreferSameNode by nodeName, else kube-proxy-like."""
+    service = endpoints.service
+    if not hints_annotation_asks(service) and service.traffic_distribution is None:
+        return routing_view(nodes, uniform(NOT_REQUESTED))
+    same_node = (
+        _same_node_on(node_names(endpoints.ready.endpoints))
+        if service.traffic_distribution == "PreferSameNode"
+        else []
+    )
+
+    def zone_rule(zone: str) -> ZoneRouting:
+        routing = zone_hints_followed(endpoints.ready, zone)
+        # Unlike kube-proxy, a client without a zone label never follows zone hints.
+        return NO_ZONE_LABEL if zone == "" and routing is SAME_ZONE else routing
+
+    return routing_view(nodes, zone_rule, same_node)
+
+
+def cilium_1_18_0(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
+    """Unhinted endpoints plus those hinted for the zone; none at all refuses (issue 41022)."""
+    service = endpoints.service
+    if not hints_annotation_asks(service) and service.traffic_distribution != "PreferClose":
+        return routing_view(nodes, uniform(NOT_REQUESTED))
+    ready = endpoints.ready
+    unhinted = ready.first_zone_unhinted
+
+    def zone_rule(zone: str) -> ZoneRouting:
+        if zone == "":
+            return NO_ZONE_LABEL
+        if zone not in ready.zones:
+            if unhinted is None:
+                return ZoneRouting(Routing.NO_ENDPOINTS, Cause.NO_HINT_FOR_ZONE)
+            # Only the unhinted endpoints remain: the zone's traffic goes to them all.
+            if not ready.zones:
+                return ZoneRouting(Routing.CLUSTER, Cause.NO_HINTS)
+            return _no_hint_for(zone)
+        if unhinted is None:
+            return SAME_ZONE
+        return ZoneRouting(Routing.MIXED, Cause.UNHINTED_ENDPOINT, unhinted)
+
+    return routing_view(nodes, zone_rule)
+
+
+def cilium_no_topology(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
+    """Cilium's default: enable-service-topology off, every hint ignored (issue 25283)."""
+    del endpoints
+    return routing_view(nodes, uniform(ZoneRouting(Routing.CLUSTER, Cause.HINTS_IGNORED)))
+
+
+def linkerd(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
+    """Zone hints only, read whatever the annotations or trafficDistribution say."""
+    return routing_view(nodes, lambda zone: zone_hints_followed(endpoints.ready, zone))
+
+
+@dataclass(frozen=True, slots=True)
+class _SliceHints:
+    """One EndpointSlice as ingress-nginx filters it."""
+
+    # The first endpoint (any conditions) without a zone hint: the slice is not filtered.
+    unhinted: Endpoint | None
+    # Zones named by a hint of any endpoint of the slice.
+    zones: frozenset[str]
+    has_ready: bool
+    # Zones named by a hint of a ready endpoint of the slice.
+    ready_zones: frozenset[str]
+
+    @classmethod
+    def of(cls, endpoint_slice: EndpointSlice) -> _SliceHints:
+        all_endpoints = endpoint_slice.endpoints
+        ready = [e for e in all_endpoints if e.address is not None and e.ready is not False]
+        return cls(
+            unhinted=next((e for e in all_endpoints if not e.zone_hints), None),
+            zones=frozenset(zone for e in all_endpoints for zone in e.zone_hints),
+            has_ready=bool(ready),
+            ready_zones=frozenset(zone for e in ready for zone in e.zone_hints),
+        )
+
+    def kept_whole(self, zone: str, *, prefer_close: bool) -> ZoneRouting | None:
+        """Why the slice is not cut to the zone's endpoints; None when it is."""
+        if self.unhinted is not None:
+            return ZoneRouting(Routing.CLUSTER, Cause.UNHINTED_ENDPOINT, self.unhinted)
+        if prefer_close and zone not in self.zones:
+            return ZoneRouting(Routing.CLUSTER, Cause.NO_HINT_FOR_ZONE)
+        return None
+
+
+def _ingress_nginx_zone(
+    summaries: list[_SliceHints], zone: str, *, prefer_close: bool
+) -> ZoneRouting:
+    if zone == "":
+        return NO_ZONE_LABEL
+    filtered = 0
+    remaining = False
+    why: ZoneRouting | None = None
+    for summary in (s for s in summaries if s.has_ready):
+        kept = summary.kept_whole(zone, prefer_close=prefer_close)
+        if kept is None:
+            filtered += 1
+            remaining = remaining or zone in summary.ready_zones
+        else:
+            remaining = True
+            why = why or kept
+    if not remaining:
+        return ZoneRouting(Routing.NO_ENDPOINTS, Cause.NO_HINT_FOR_ZONE)
+    if why is None:
+        return SAME_ZONE
+    if filtered == 0:
+        return why
+    return ZoneRouting(Routing.MIXED, why.cause, why.endpoint)
+
+
+def ingress_nginx(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
+    """Slice by slice: a fully hinted slice is cut to the zone's endpoints (issue 11342)."""
+    service = endpoints.service
+    prefer_close = service.traffic_distribution == "PreferClose"
+    if not topology_mode_is_auto(service) and not prefer_close:
+        return routing_view(nodes, uniform(NOT_REQUESTED))
+    summaries = [_SliceHints.of(endpoint_slice) for endpoint_slice in endpoints.slices]
+    return routing_view(
+        nodes, lambda zone: _ingress_nginx_zone(summaries, zone, prefer_close=prefer_close)
+    )
+
+
+class _Preference(Enum):
+    ZONE = "zone"
+    NODE = "node"
+
+
+_ISTIO_PREFERENCES = MappingProxyType(
+    {
+        "preferclose": _Preference.ZONE,
+        "prefersamezone": _Preference.ZONE,
+        "prefersamenode": _Preference.NODE,
+    }
+)
+_FIELD_PREFERENCES = MappingProxyType(
+    {"PreferClose": _Preference.ZONE, "PreferSameZone": _Preference.ZONE}
+    | {"PreferSameNode": _Preference.NODE}
+)
+
+
+def located_in(located_by_zone: Mapping[str, int], zone: str, minimum: int = 1) -> ZoneRouting:
+    """`same-zone` when at least `minimum` ready endpoints run in the zone: hints unread."""
+    if zone == "":
+        return NO_ZONE_LABEL
+    located = located_by_zone.get(zone, 0)
+    if located >= minimum:
+        return ZoneRouting(Routing.SAME_ZONE, Cause.LOCATED_IN_ZONE)
+    if located:
+        return ZoneRouting(Routing.CLUSTER, Cause.TOO_FEW_IN_ZONE)
+    return ZoneRouting(Routing.CLUSTER, Cause.NO_ENDPOINT_IN_ZONE)
+
+
+def istio(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
+    """trafficDistribution, else Istio's annotation; endpoint zones and nodes, never hints."""
+    service = endpoints.service
+    preference = _FIELD_PREFERENCES.get(service.traffic_distribution or "")
+    annotation = service.istio_traffic_distribution
+    if preference is None and annotation is not None:
+        preference = _ISTIO_PREFERENCES.get(annotation.lower())
+    if preference is None:
+        return routing_view(nodes, uniform(NOT_REQUESTED))
+    ready = endpoints.ready.endpoints
+    same_node = _same_node_on(node_names(ready)) if preference is _Preference.NODE else []
+    located = located_counts(ready)
+    return routing_view(nodes, lambda zone: located_in(located, zone), same_node)
+
+
+# Envoy Gateway needs this many endpoints in the zone when only the annotation asks.
+ENVOY_GATEWAY_ANNOTATION_MINIMUM = 3
+
+
+def envoy_gateway(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
+    """Any trafficDistribution, or topology-mode Auto: endpoints located in the zone."""
+    service = endpoints.service
+    if service.traffic_distribution is not None:
+        minimum = 1
+    elif service.topology_mode_annotation in {"Auto", "auto"}:
+        minimum = ENVOY_GATEWAY_ANNOTATION_MINIMUM
+    else:
+        return routing_view(nodes, uniform(NOT_REQUESTED))
+    located = located_counts(endpoints.ready.endpoints)
+    return routing_view(nodes, lambda zone: located_in(located, zone, minimum))
+
+
+def calico_ebpf(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
+    """Terminating endpoints count; without topology-mode auto, partial hints are used."""
+    usable = HintSets.of(
+        [e for e in endpoints.unique if e.ready is not False or e.terminating is True]
+    )
+    if topology_mode_is_auto(endpoints.service):
+        return routing_view(nodes, lambda zone: zone_hints_followed(usable, zone))
+
+    def zone_rule(zone: str) -> ZoneRouting:
+        if zone in usable.zones:
+            return SAME_ZONE
+        if not usable.zones:
+            return ZoneRouting(Routing.CLUSTER, Cause.NO_HINTS)
+        return _no_hint_for(zone)
+
+    return routing_view(nodes, zone_rule, _same_node_on(usable.nodes))
+
+
+@dataclass(frozen=True, slots=True)
+class DataPlaneRule:
+    rule: Rule
+    # What it is, in a few words (explain, docs).
+    title: str
+    # What a Service needs for this data plane to look at topology at all ("" if nothing).
+    needs: str = ""
+    # internalTrafficPolicy: Local makes it `local` before the rule; the ingress and
+    # gateway data planes route from their own pods and do not read the policy.
+    reads_internal_traffic_policy: bool = True
+
+
+_HINTS_ANNOTATION = (
+    "a topology-mode (or deprecated topology-aware-hints) annotation that is not off"
+)
+DATA_PLANES: Mapping[DataPlane, DataPlaneRule] = MappingProxyType(
+    {
+        DataPlane.KUBE_PROXY: DataPlaneRule(kube_proxy, "kube-proxy 1.31 and later"),
+        DataPlane.KUBE_PROXY_1_29: DataPlaneRule(
+            kube_proxy_1_29, "kube-proxy up to 1.29", needs=_HINTS_ANNOTATION
+        ),
+        DataPlane.CILIUM: DataPlaneRule(
+            cilium,
+            "Cilium kube-proxy replacement, enable-service-topology on, 1.18.1+",
+            needs=f"{_HINTS_ANNOTATION}, or any spec.trafficDistribution",
+        ),
+        DataPlane.CILIUM_1_18_0: DataPlaneRule(
+            cilium_1_18_0,
+            "Cilium 1.18.0 kube-proxy replacement, enable-service-topology on",
+            needs=f"{_HINTS_ANNOTATION}, or spec.trafficDistribution: PreferClose",
+        ),
+        DataPlane.CILIUM_NO_TOPOLOGY: DataPlaneRule(
+            cilium_no_topology, "Cilium kube-proxy replacement, enable-service-topology off"
+        ),
+        DataPlane.LINKERD: DataPlaneRule(linkerd, "Linkerd destination controller"),
+        DataPlane.INGRESS_NGINX: DataPlaneRule(
+            ingress_nginx,
+            "ingress-nginx with --enable-topology-aware-routing",
+            needs="the topology-mode annotation set to auto, or spec.trafficDistribution: "
+            "PreferClose",
+            reads_internal_traffic_policy=False,
+        ),
+        DataPlane.ISTIO: DataPlaneRule(
+            istio,
+            "Istio sidecars, gateways and ztunnel",
+            needs="spec.trafficDistribution or the networking.istio.io/traffic-distribution "
+            "annotation (Istio never reads hints)",
+        ),
+        DataPlane.ENVOY_GATEWAY: DataPlaneRule(
+            envoy_gateway,
+            "Envoy Gateway",
+            needs="any spec.trafficDistribution, or the topology-mode annotation set to Auto "
+            "(Envoy Gateway never reads hints)",
+            reads_internal_traffic_policy=False,
+        ),
+        DataPlane.CALICO_EBPF: DataPlaneRule(calico_ebpf, "Calico eBPF data plane 3.32+"),
+    }
+)
+
+
+def route(dataplane: DataPlane, endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
+    """The routing each Ready node gets from `dataplane`, after the shared preamble."""
+    if not endpoints.routed or not nodes.by_zone:
+        return NO_ROUTING
+    entry = DATA_PLANES[dataplane]
+    if entry.reads_internal_traffic_policy and endpoints.service.internal_traffic_policy == "Local":
+        local = ZoneRouting(Routing.LOCAL, Cause.INTERNAL_TRAFFIC_POLICY_LOCAL)
+        return routing_view(nodes, uniform(local))
+    if not endpoints.ready.endpoints:
+        return routing_view(nodes, uniform(ZoneRouting(Routing.CLUSTER, Cause.NO_READY_ENDPOINTS)))
+    return entry.rule(endpoints, nodes)

@@ -1,0 +1,315 @@
+"""SPEC section 10, the shared part: what a data plane's routing is and what every rule reads.
+
+A data plane gives each Ready node a routing for a Service. Nodes of one zone decide
+alike unless a node's name matters (a node hint, or an endpoint's nodeName), so a
+routing is computed per zone plus a few node exceptions, never node by node: the cost
+stays independent of the number of nodes.
+
+The rules themselves, one function per data plane, are in `exporter.engine.dataplanes`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from types import MappingProxyType
+
+from exporter.engine.model import Endpoint, EndpointSlice, Service
+
+# Address types a proxy programs; FQDN slices get no routing.
+PROXIED_ADDRESS_TYPES = frozenset({"IPv4", "IPv6"})
+# Hint annotation values that mean "no hints" to kube-proxy 1.29 and to Cilium.
+ANNOTATION_OFF_VALUES = frozenset({"", "disabled", "Disabled"})
+
+
+@dataclass(frozen=True, slots=True)
+class ReadyNodes:
+    """Ready nodes, the clients: a proxy runs on every one of them, control plane included."""
+
+    # zone ("" for no label) -> sorted node names
+    by_zone: Mapping[str, tuple[str, ...]]
+    # node name -> zone
+    zone_of: Mapping[str, str]
+
+    @classmethod
+    def from_pairs(cls, pairs: Iterable[tuple[str, str]]) -> ReadyNodes:
+        zone_of = dict(pairs)
+        by_zone: dict[str, list[str]] = {}
+        for node, zone in zone_of.items():
+            by_zone.setdefault(zone, []).append(node)
+        return cls(
+            by_zone=MappingProxyType(
+                {zone: tuple(sorted(nodes)) for zone, nodes in sorted(by_zone.items())}
+            ),
+            zone_of=MappingProxyType(zone_of),
+        )
+
+
+class Routing(StrEnum):
+    SAME_NODE = "same-node"
+    SAME_ZONE = "same-zone"
+    CLUSTER = "cluster"
+    LOCAL = "local"
+    # Some cross-zone endpoints mixed into a zone-local set: not local.
+    MIXED = "mixed"
+    # Endpoints exist, this client is given none: the data plane fails closed.
+    NO_ENDPOINTS = "no-endpoints"
+
+    @property
+    def stays_local(self) -> bool:
+        return self in _LOCAL_ROUTINGS
+
+
+_LOCAL_ROUTINGS = frozenset({Routing.SAME_NODE, Routing.SAME_ZONE, Routing.LOCAL})
+
+
+class Cause(StrEnum):
+    """Why a zone's nodes get their routing; what `explain` puts into words."""
+
+    INTERNAL_TRAFFIC_POLICY_LOCAL = "internal-traffic-policy-local"
+    NO_READY_ENDPOINTS = "no-ready-endpoints"
+    # The data plane never reads hints at all (cilium-no-topology).
+    HINTS_IGNORED = "hints-ignored"
+    # The Service lacks the annotation or field this data plane looks for.
+    NOT_REQUESTED = "not-requested"
+    # No usable endpoint carries a zone hint.
+    NO_HINTS = "no-hints"
+    # Some usable endpoint has no zone hint (named by ZoneRouting.endpoint).
+    UNHINTED_ENDPOINT = "unhinted-endpoint"
+    # The client node has no zone label.
+    NO_ZONE_LABEL = "no-zone-label"
+    NO_HINT_FOR_ZONE = "no-hint-for-zone"
+    # Data planes that read the endpoint's zone instead of hints.
+    NO_ENDPOINT_IN_ZONE = "no-endpoint-in-zone"
+    TOO_FEW_IN_ZONE = "too-few-in-zone"
+    HINTED_FOR_ZONE = "hinted-for-zone"
+    LOCATED_IN_ZONE = "located-in-zone"
+
+
+class DataPlane(StrEnum):
+    KUBE_PROXY = "kube-proxy"
+    KUBE_PROXY_1_29 = "kube-proxy-1.29"
+    CILIUM = "cilium"
+    CILIUM_1_18_0 = "cilium-1.18.0"
+    CILIUM_NO_TOPOLOGY = "cilium-no-topology"
+    LINKERD = "linkerd"
+    INGRESS_NGINX = "ingress-nginx"
+    ISTIO = "istio"
+    ENVOY_GATEWAY = "envoy-gateway"
+    CALICO_EBPF = "calico-ebpf"
+
+
+@dataclass(frozen=True, slots=True)
+class ZoneRouting:
+    routing: Routing
+    cause: Cause
+    # The endpoint the cause is about (an unhinted one), when the cause names one.
+    endpoint: Endpoint | None = None
+
+
+_NO_EXCEPTIONS: Mapping[str, Routing] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class RoutingView:
+    """One data plane's routing of one (Service, address type) over the Ready nodes.
+
+    Held for every Service in the live state, so it stores only what differs per
+    Service: the node lists are the evaluation's shared ReadyNodes, counted on demand.
+    """
+
+    # Routing of the zone's nodes that are not in `by_node`; given for every zone of a
+    # Ready node. Empty when no routing applies (headless, ExternalName, not an IP
+    # address type, or no Ready node).
+    by_zone: Mapping[str, ZoneRouting]
+    # Ready nodes whose routing differs from their zone's (a node hint or nodeName matched).
+    by_node: Mapping[str, Routing]
+    # Share of Ready nodes whose routing stays local; None when no routing applies.
+    local_ratio: float | None
+    # The evaluation's Ready nodes (shared, not copied).
+    ready_nodes: ReadyNodes | None = None
+
+    @property
+    def applies(self) -> bool:
+        return bool(self.by_zone)
+
+    @property
+    def nodes(self) -> dict[str, dict[Routing, int]]:
+        """zone -> routing -> Ready nodes of the zone with it (only routings that occur)."""
+        if self.ready_nodes is None:
+            return {}
+        return _node_counts(self.ready_nodes, self.by_zone, self.by_node)
+
+    def routing_of(self, node: str, zone: str) -> Routing | None:
+        routing = self.by_node.get(node)
+        if routing is not None:
+            return routing
+        zone_routing = self.by_zone.get(zone)
+        return zone_routing.routing if zone_routing is not None else None
+
+
+NO_ROUTING = RoutingView(MappingProxyType({}), _NO_EXCEPTIONS, None)
+
+
+def _node_counts(
+    nodes: ReadyNodes, by_zone: Mapping[str, ZoneRouting], by_node: Mapping[str, Routing]
+) -> dict[str, dict[Routing, int]]:
+    counts = {
+        zone: {by_zone[zone].routing: len(zone_nodes)} for zone, zone_nodes in nodes.by_zone.items()
+    }
+    for node, routing in by_node.items():
+        zone = nodes.zone_of[node]
+        zone_counts = counts[zone]
+        shared = by_zone[zone].routing
+        zone_counts[shared] -= 1
+        if not zone_counts[shared]:
+            del zone_counts[shared]
+        zone_counts[routing] = zone_counts.get(routing, 0) + 1
+    return counts
+
+
+def deduplicated(slices: Iterable[EndpointSlice]) -> list[Endpoint]:
+    """Every endpoint once per address, the first copy in List order winning (section 5)."""
+    seen: set[str] = set()
+    unique: list[Endpoint] = []
+    for endpoint_slice in slices:
+        for endpoint in endpoint_slice.endpoints:
+            if endpoint.address is None or endpoint.address in seen:
+                continue
+            seen.add(endpoint.address)
+            unique.append(endpoint)
+    return unique
+
+
+@dataclass(frozen=True, slots=True)
+class HintSets:
+    """What the rules ask of a set of usable endpoints, computed in one pass."""
+
+    endpoints: tuple[Endpoint, ...]
+    zones: frozenset[str]
+    nodes: frozenset[str]
+    # The first endpoint without a zone hint; None when every one has one.
+    first_zone_unhinted: Endpoint | None
+    every_node_hinted: bool
+    # `cluster` and why, when some endpoint lacks a zone hint; None when all have one.
+    zone_hint_problem: ZoneRouting | None
+
+    @classmethod
+    def of(cls, endpoints: Sequence[Endpoint]) -> HintSets:
+        zones = frozenset(zone for endpoint in endpoints for zone in endpoint.zone_hints)
+        unhinted = next((e for e in endpoints if not e.zone_hints), None)
+        problem = None
+        if unhinted is not None:
+            problem = (
+                ZoneRouting(Routing.CLUSTER, Cause.UNHINTED_ENDPOINT, unhinted)
+                if zones
+                else ZoneRouting(Routing.CLUSTER, Cause.NO_HINTS)
+            )
+        return cls(
+            endpoints=tuple(endpoints),
+            zones=zones,
+            nodes=frozenset(node for endpoint in endpoints for node in endpoint.node_hints),
+            first_zone_unhinted=unhinted,
+            every_node_hinted=all(endpoint.node_hints for endpoint in endpoints),
+            zone_hint_problem=problem,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceEndpoints:
+    """A (Service, address type) as the data planes see it; shared by every rule."""
+
+    service: Service
+    address_type: str
+    # This address type's slices in List order: ingress-nginx works slice by slice.
+    slices: tuple[EndpointSlice, ...]
+    # Deduplicated by address, first copy wins.
+    unique: tuple[Endpoint, ...]
+    # Of those, the ready ones (`ready` not explicitly false), with their hints.
+    ready: HintSets
+
+    @property
+    def routed(self) -> bool:
+        """Headless and ExternalName Services and non-IP address types get no routing."""
+        return self.service.proxied and self.address_type in PROXIED_ADDRESS_TYPES
+
+
+def service_endpoints(
+    service: Service, address_type: str, slices: Iterable[EndpointSlice]
+) -> ServiceEndpoints:
+    slice_tuple = tuple(slices)
+    unique = deduplicated(slice_tuple)
+    # Ready unless explicitly not: kube-proxy's reading, which section 10 takes for all.
+    ready = [endpoint for endpoint in unique if endpoint.ready is not False]
+    return ServiceEndpoints(
+        service=service,
+        address_type=address_type,
+        slices=slice_tuple,
+        unique=tuple(unique),
+        ready=HintSets.of(ready),
+    )
+
+
+def located_counts(endpoints: Iterable[Endpoint]) -> dict[str, int]:
+    """Endpoints per zone they run in; endpoints without a zone are not counted."""
+    located: dict[str, int] = {}
+    for endpoint in endpoints:
+        if endpoint.zone:
+            located[endpoint.zone] = located.get(endpoint.zone, 0) + 1
+    return located
+
+
+def node_names(endpoints: Iterable[Endpoint]) -> frozenset[str]:
+    """The nodeName of each endpoint that has one."""
+    return frozenset(endpoint.node_name for endpoint in endpoints if endpoint.node_name)
+
+
+def hints_annotation_asks(service: Service) -> bool:
+    """The hints annotation (deprecated key if present) is set to something but off values."""
+    value = service.deprecated_hints_annotation
+    if value is None:
+        value = service.topology_mode_annotation
+    return value is not None and value not in ANNOTATION_OFF_VALUES
+
+
+def topology_mode_is_auto(service: Service) -> bool:
+    """topology-mode equals `auto` in any case; the deprecated key is not read."""
+    mode = service.topology_mode_annotation
+    return mode is not None and mode.lower() == "auto"
+
+
+def uniform(zone_routing: ZoneRouting) -> Callable[[str], ZoneRouting]:
+    """A zone rule giving every zone the same routing."""
+    return lambda _zone: zone_routing
+
+
+def routing_view(
+    nodes: ReadyNodes,
+    zone_rule: Callable[[str], ZoneRouting],
+    node_exceptions: Iterable[tuple[str, Routing]] = (),
+) -> RoutingView:
+    """The view of a rule: `zone_rule` for each zone, then the Ready nodes of the exceptions."""
+    if not nodes.by_zone:
+        return NO_ROUTING
+    by_zone = {zone: zone_rule(zone) for zone in nodes.by_zone}
+    by_node: dict[str, Routing] = {}
+    for node, routing in node_exceptions:
+        zone = nodes.zone_of.get(node)
+        if zone is not None and routing is not by_zone[zone].routing:
+            by_node[node] = routing
+    local = sum(
+        len(zone_nodes)
+        for zone, zone_nodes in nodes.by_zone.items()
+        if by_zone[zone].routing in _LOCAL_ROUTINGS
+    )
+    for node, routing in by_node.items():
+        # An exception may move its node between local and not.
+        shared = by_zone[nodes.zone_of[node]].routing
+        local += (routing in _LOCAL_ROUTINGS) - (shared in _LOCAL_ROUTINGS)
+    return RoutingView(
+        by_zone=MappingProxyType(by_zone),
+        by_node=MappingProxyType(dict(sorted(by_node.items()))) if by_node else _NO_EXCEPTIONS,
+        local_ratio=local / len(nodes.zone_of),
+        ready_nodes=nodes,
+    )
