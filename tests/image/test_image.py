@@ -218,6 +218,8 @@ def image(engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> str:
         "bud",
         "--isolation=chroot",
         "--network=host",
+        # buildah takes a lock in the machine's CNI folder even for the host network.
+        f"--cni-config-dir={engine.root / 'networks'}",
         "--pull=never",
         "--layers=false",
         f"--build-arg=PYTHON_IMAGE={base}",
