@@ -68,6 +68,7 @@ class _NodeStatus(msgspec.Struct):
 class RawNode(msgspec.Struct):
     metadata: _Meta
     status: _NodeStatus | None = None
+    kind: str = ""  # set in watch events, absent from LIST items
 
 
 class _ServiceSpec(msgspec.Struct):
@@ -80,6 +81,7 @@ class _ServiceSpec(msgspec.Struct):
 class RawService(msgspec.Struct):
     metadata: _Meta
     spec: _ServiceSpec
+    kind: str = ""  # set in watch events, absent from LIST items
 
 
 class _Named(msgspec.Struct):
@@ -107,6 +109,7 @@ class RawEndpointSlice(msgspec.Struct):
     metadata: _Meta
     addressType: str  # noqa: N815
     endpoints: list[_Endpoint] | None = None
+    kind: str = ""  # set in watch events, absent from LIST items
 
 
 class _InvolvedObject(msgspec.Struct):
@@ -125,6 +128,7 @@ class RawEvent(msgspec.Struct):
     lastTimestamp: str | None = None  # noqa: N815
     eventTime: str | None = None  # noqa: N815
     firstTimestamp: str | None = None  # noqa: N815
+    kind: str = ""  # set in watch events, absent from LIST items
 
 
 class ListMeta(msgspec.Struct):
@@ -158,6 +162,7 @@ class ObjectMeta(msgspec.Struct):
     """Just enough of any watch event's object to delete it and follow resourceVersions."""
 
     metadata: _EventMeta = msgspec.field(default_factory=_EventMeta)
+    kind: str = ""  # set in watch events, absent from LIST items
 
 
 class Status(msgspec.Struct):

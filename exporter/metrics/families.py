@@ -426,7 +426,7 @@ WATCH_UP = _gauge(
 WATCH_RESTARTS = _counter(
     "watch_restarts_total",
     "Watch restarts by cause: closed (normal end), expired (410 Gone, full relist), "
-    "error, forbidden.",
+    "error, forbidden, throttled (429 or 503 with Retry-After).",
     "resource",
     "cause",
 )
