@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
@@ -195,8 +196,11 @@ class Exporter:
         for informer in self.informers:
             informer.stop()
         self.server.stop()
+        # One deadline for all: a thread blocked in a request that stop() cannot cut (a
+        # connect, a stalled response) must not hold SIGTERM for 5 s per thread.
+        deadline = time.monotonic() + 3
         for thread in self._threads:
-            thread.join(timeout=5)
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
         if self._transport is not None:
             self._transport.close()
 

@@ -703,6 +703,7 @@ def test_watch_from_a_malformed_resource_version_is_a_bad_request(
 
 def test_injected_events_are_replayed_on_every_resume(kube_api: FakeKubeAPI) -> None:
     """inject_event() puts any event, even undecodable bytes, in the history of a resource."""
+    kube_api.apply(node("node-a"))  # resourceVersion 0 would mean "any": start from 1
     before = kube_api.resource_version
     kube_api.inject_event("services", "DELETED", b'{"metadata": 17}')
     kube_api.inject_event("services", "BOOKMARK", {"metadata": {"resourceVersion": "abc"}})

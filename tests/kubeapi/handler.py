@@ -41,6 +41,8 @@ class Request:
     query: dict[str, str]
     resource: str | None
     headers: dict[str, str] = field(repr=False)
+    # time.monotonic() when the request arrived (to measure how long a client waited).
+    received: float = field(default_factory=time.monotonic, compare=False)
 
     @property
     def watch(self) -> bool:
