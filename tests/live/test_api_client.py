@@ -101,6 +101,8 @@ def test_malformed_bookmark_version_relists_instead_of_wedging(
 ) -> None:
     """A bookmark with resourceVersion "abc": resumes get 400; after three, a relist heals it."""
     kube_api.load(_cluster())
+    # Only the injected bookmark, so that counting BOOKMARK events tells when it arrived.
+    kube_api.bookmark_interval = 3600
     with start_exporter() as exporter:
         kube_api.wait_for_watches("services")
         bookmark = {"kind": "Service", "apiVersion": "v1", "metadata": {"resourceVersion": "abc"}}
