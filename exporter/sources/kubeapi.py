@@ -46,7 +46,7 @@ def _retries() -> urllib3.Retry:
     informer's thread where stop() cannot cut the wait, and raises MaxRetryError in the end;
     the informer waits as told instead, interruptibly, and counts it.
     """
-    return urllib3.Retry(total=3, status=0, respect_retry_after_header=False, redirect=0)
+    return urllib3.Retry(total=3, status=0, respect_retry_after_header=False)
 
 
 def api_client(kubeconfig: str | None = None, context: str | None = None) -> ApiClient:
