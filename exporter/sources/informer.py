@@ -174,8 +174,10 @@ class Informer(Generic[_Raw, _Slim]):
         self._stop.set()
         response = self._response
         if response is not None:
-            # Unblocks a read waiting on the socket in the informer's thread.
-            with contextlib.suppress(OSError, AttributeError):
+            # Unblocks a read waiting on the socket in the informer's thread. The informer
+            # may have released the response meanwhile: urllib3 then raises RuntimeError
+            # (released to the pool) or ValueError (no socket); nothing is left to cut.
+            with contextlib.suppress(OSError, AttributeError, RuntimeError, ValueError):
                 response.shutdown()
 
     def run(self) -> None:
