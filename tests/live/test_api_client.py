@@ -210,18 +210,24 @@ def test_sigterm_is_honoured_while_waiting_on_the_api(
          "--listen-address", address, "--log-format", "json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        env={**os.environ, "KUBERNETES_SERVICE_HOST": ""},
+        env={**os.environ, "KUBERNETES_SERVICE_HOST": "", "PYTHONFAULTHANDLER": "1"},
     )  # fmt: skip
     try:
         wait_until(lambda: http_get(f"http://{address}/healthz", timeout=2)[0] == 200, timeout=20)
         wait_until(lambda: bool(_service_requests(kube_api)), timeout=10)
         started = time.monotonic()
         process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=10) == 0
+        try:
+            output, _ = process.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            # Still running: its threads' stacks (PYTHONFAULTHANDLER) say where it hangs.
+            process.send_signal(signal.SIGABRT)
+            output, _ = process.communicate(timeout=10)
+            pytest.fail(f"no exit 10 s after SIGTERM:\n{output.decode()}")
         elapsed = time.monotonic() - started
-        output = process.stdout.read().decode() if process.stdout else ""
-        assert elapsed < 5, output
-        assert "Traceback" not in output
+        assert process.returncode == 0, output.decode()
+        assert elapsed < 5, output.decode()
+        assert b"Traceback" not in output
     finally:
         if process.poll() is None:
             process.kill()
