@@ -267,8 +267,13 @@ def run(options: ServeOptions) -> int:
     configure_logging(options.log_level, options.log_format)
     exporter = Exporter(options)
 
+    received: list[str] = []
+
     def on_signal(signum: int, _frame: FrameType | None) -> None:
-        logger.info("stopping", signal=signal.Signals(signum).name)
+        # No logging here: the handler runs in the main thread between two bytecodes, maybe
+        # while that thread holds the log writer's lock (it logs "serving"), and would wait
+        # for it for ever. Only set the event; the main thread logs.
+        received.append(signal.Signals(signum).name)
         exporter.request_stop()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
@@ -276,6 +281,8 @@ def run(options: ServeOptions) -> int:
         exporter.start()
         exporter.wait()
     finally:
+        if received:
+            logger.info("stopping", signal=received[0])
         exporter.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
