@@ -584,7 +584,7 @@ def test_wait_for_watches_times_out(kube_api: FakeKubeAPI) -> None:
 def test_discovery_unknown_paths_and_request_log(kube_api: FakeKubeAPI, core: CoreV1Api) -> None:
     """/version and discovery answer, unknown paths get a 404 Status; requests are logged."""
     assert raw_get(kube_api, "/version")[1]["major"] == "1"
-    assert raw_get(kube_api, "/apis")[1]["groups"][0]["name"] == "discovery.k8s.io"
+    assert raw_get(kube_api, "/apis")[1]["groups"][0]["name"] in {"apps", "discovery.k8s.io"}
     status, body = raw_get(kube_api, "/apis/apps/v1/deployments")
     assert (status, body["kind"], body["reason"], body["code"]) == (404, "Status", "NotFound", 404)
     status, body = raw_get(kube_api, "/api/v1/nodes/missing")
@@ -612,3 +612,106 @@ def test_require_token_rejects_requests_without_it(tmp_path: Path) -> None:
             assert CoreV1Api(client).list_node().items == []
         finally:
             client.close()
+
+
+# --- other resources, throttling, malformed versions -----------------------------------------
+
+
+def daemon_set(namespace: str, name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "selector": {"matchLabels": {"k8s-app": name}},
+            "template": {
+                "metadata": {"labels": {"k8s-app": name}},
+                "spec": {"containers": [{"name": name, "image": f"{name}:1"}]},
+            },
+        },
+    }
+
+
+def config_map(namespace: str, name: str, data: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": data,
+    }
+
+
+def test_daemon_sets_and_config_maps_are_served(
+    kube_api: FakeKubeAPI, api_client: ApiClient, core: CoreV1Api
+) -> None:
+    """GET of named objects and LIST of apps/v1 DaemonSets and v1 ConfigMaps, 403 per resource."""
+    kube_api.apply(daemon_set("kube-system", "kube-proxy"))
+    kube_api.apply(config_map("kube-system", "kube-proxy", {"config.conf": "mode: ipvs"}))
+    apps = kubernetes.client.AppsV1Api(api_client)
+    got = apps.read_namespaced_daemon_set("kube-proxy", "kube-system")
+    assert got.spec.template.spec.containers[0].image == "kube-proxy:1"
+    listed = apps.list_namespaced_daemon_set("kube-system")
+    assert [item.metadata.name for item in listed.items] == ["kube-proxy"]
+    assert apps.list_daemon_set_for_all_namespaces().items[0].kind is None  # items lack kind
+    config = core.read_namespaced_config_map("kube-proxy", "kube-system")
+    assert config.data == {"config.conf": "mode: ipvs"}
+    assert core.list_namespaced_config_map("default").items == []
+    with pytest.raises(ApiException) as raised:
+        core.read_namespaced_config_map("missing", "kube-system")
+    assert raised.value.status == 404
+    kube_api.forbid("configmaps")
+    with pytest.raises(ApiException) as raised:
+        core.read_namespaced_config_map("kube-proxy", "kube-system")
+    assert raised.value.status == 403
+    assert 'cannot get resource "configmaps"' in json.loads(raised.value.body)["message"]
+    assert apps.list_namespaced_daemon_set("kube-system").items  # other resources unaffected
+    groups = {group["name"] for group in raw_get(kube_api, "/apis")[1]["groups"]}
+    assert groups == {"apps", "discovery.k8s.io"}
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_throttle_answers_with_retry_after(
+    kube_api: FakeKubeAPI, core: CoreV1Api, status: int
+) -> None:
+    """throttle() answers the next requests with 429/503, a Retry-After header and details.
+
+    Read with urllib: the kubernetes client's urllib3 pool would honour Retry-After itself.
+    """
+    kube_api.throttle("services", retry_after=7, status=status, times=2)
+    for _ in range(2):
+        with pytest.raises(urllib.error.HTTPError) as raised:
+            urllib.request.urlopen(kube_api.url + "/api/v1/services", timeout=5)  # noqa: S310
+        with raised.value as response:
+            assert response.code == status
+            assert response.headers["Retry-After"] == "7"
+            assert json.loads(response.read())["details"]["retryAfterSeconds"] == 7
+    core.list_service_for_all_namespaces()
+    assert kube_api.throttled == 2
+
+
+def test_watch_from_a_malformed_resource_version_is_a_bad_request(
+    kube_api: FakeKubeAPI, core: CoreV1Api
+) -> None:
+    """Like the API server: 400 BadRequest, not a stream, for a resourceVersion like "abc"."""
+    with pytest.raises(ApiException) as raised:
+        list(Watch().stream(core.list_service_for_all_namespaces, resource_version="abc"))
+    assert raised.value.status == 400
+    body = json.loads(raised.value.body)
+    assert body["reason"] == "BadRequest"
+    assert 'Invalid value: "abc"' in body["message"]
+
+
+def test_injected_events_are_replayed_on_every_resume(kube_api: FakeKubeAPI) -> None:
+    """inject_event() puts any event, even undecodable bytes, in the history of a resource."""
+    kube_api.apply(node("node-a"))  # resourceVersion 0 would mean "any": start from 1
+    before = kube_api.resource_version
+    kube_api.inject_event("services", "DELETED", b'{"metadata": 17}')
+    kube_api.inject_event("services", "BOOKMARK", {"metadata": {"resourceVersion": "abc"}})
+    for _ in range(2):
+        events, _ = raw_watch(
+            kube_api, f"/api/v1/services?watch=true&resourceVersion={before}&timeoutSeconds=1"
+        )
+        assert events == [
+            {"type": "DELETED", "object": {"metadata": 17}},
+            {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "abc"}}},
+        ]

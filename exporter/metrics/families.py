@@ -593,7 +593,7 @@ WATCH_RESTARTS_TOTAL = _declare(
     COUNTER,
     Scope.EXPORTER,
     "Watch restarts by cause: closed (normal end), expired (410 Gone, full relist), "
-    "error, forbidden.",
+    "error, forbidden, throttled (429 or 503 with Retry-After).",
     labels=("resource", "cause"),
 )
 WATCH_EVENTS_TOTAL = _declare(

@@ -23,11 +23,15 @@ class ConfigError(Exception):
 class ApiStatusError(Exception):
     """The API server answered with a non-2xx status."""
 
-    def __init__(self, status: int, reason: str, message: str = "") -> None:
+    def __init__(
+        self, status: int, reason: str, message: str = "", retry_after: float | None = None
+    ) -> None:
         super().__init__(f"HTTP {status} {reason}: {message}".rstrip(": "))
         self.status = status
         self.reason = reason
         self.message = message
+        # Seconds from the Retry-After header (429 and 503 from API Priority and Fairness).
+        self.retry_after = retry_after
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,14 +40,28 @@ class Timeouts:
     read: float = 60.0
 
 
+def _retries() -> urllib3.Retry:
+    """urllib3's own retries: connection failures only.
+
+    By default the pool retries a 429 or 503 with Retry-After itself, sleeping in the
+    informer's thread where stop() cannot cut the wait, and raises MaxRetryError in the end;
+    the informer waits as told instead, interruptibly, and counts it.
+    """
+    return urllib3.Retry(total=3, status=0, respect_retry_after_header=False)
+
+
 def api_client(kubeconfig: str | None = None, context: str | None = None) -> ApiClient:
     """In-cluster service account when running in a pod and no kubeconfig is given."""
+    configuration = Configuration()
+    configuration.retries = _retries()
     try:
         if kubeconfig is None and context is None and "KUBERNETES_SERVICE_HOST" in os.environ:
-            configuration = Configuration()
             kubernetes.config.load_incluster_config(client_configuration=configuration)
-            return ApiClient(configuration)
-        return kubernetes.config.new_client_from_config(config_file=kubeconfig, context=context)
+        else:
+            kubernetes.config.load_kube_config(
+                config_file=kubeconfig, context=context, client_configuration=configuration
+            )
+        return ApiClient(configuration)
     except (kubernetes.config.ConfigException, OSError, ValueError, TypeError) as error:
         where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         detail = str(error).splitlines()[0] if str(error) else type(error).__name__
@@ -92,7 +110,9 @@ class KubeTransport:
         if not 200 <= response.status <= 299:
             body = response.data or b""
             response.release_conn()
-            raise status_error(response.status, response.reason or "", body)
+            error = status_error(response.status, response.reason or "", body)
+            error.retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+            raise error
         return response
 
     def close(self) -> None:
@@ -112,3 +132,16 @@ def status_error(status: int, reason: str, body: bytes) -> ApiStatusError:
     except (msgspec.DecodeError, msgspec.ValidationError):
         return ApiStatusError(status, reason, body[:200].decode("utf-8", "replace"))
     return ApiStatusError(status, decoded.reason or reason, decoded.message)
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """The delay of a Retry-After header given in seconds, as the API server sends it.
+
+    None when absent or not a number of seconds (an HTTP date is not used by the API server).
+    """
+    if value is None:
+        return None
+    value = value.strip()
+    if not value.isascii() or not value.isdigit() or len(value) > 9:
+        return None
+    return float(value)
