@@ -608,9 +608,7 @@ def loses_hints_without(outcome: Outcome, view: ZoneLossView) -> bool:
     """
     verdict = outcome.verdict
     if verdict.mechanism is Mechanism.AUTO and outcome.enabled:
-        survives = _survives(view)
-        remaining = sum(1 for e in counted_endpoints(outcome.slices) if survives(e))
-        return not view.feasibility.feasible(remaining)
+        return _enabled_auto_loses_hints(counted_endpoints(outcome.slices), view)
     if not outcome.local:
         # Neither enabled auto nor local: there is nothing to lose.
         return False
@@ -618,6 +616,11 @@ def loses_hints_without(outcome: Outcome, view: ZoneLossView) -> bool:
     after = service_outcomes(verdict.service, slices, view.feasibility.capacity, view.nodes)
     same_type = [o for o in after if o.verdict.address_type == verdict.address_type]
     return any(classify(outcome, o) is Change.LOSES_HINTS for o in same_type)
+
+
+def _enabled_auto_loses_hints(counted: Sequence[Endpoint], view: ZoneLossView) -> bool:
+    survives = _survives(view)
+    return not view.feasibility.feasible(sum(1 for e in counted if survives(e)))
 
 
 def _survives_not(view: ZoneLossView) -> Callable[[Endpoint], bool]:
@@ -637,3 +640,60 @@ def zone_loss(outcomes: Iterable[Outcome], views: Sequence[ZoneLossView]) -> dic
         for zone in zones_losing_hints(outcome, views):
             counts[zone] += 1
     return counts
+
+
+# -- the live exporter's per-entry answers -----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class EntryForecast:
+    """What one (Service, address type) entry's hints survive, under today's node view."""
+
+    # None where no margin exists (not `auto`, or not enabled).
+    margin: Margin | None
+    # The zones whose loss would take the entry's hints away (`loses-hints`).
+    zones_losing_hints: frozenset[str]
+
+
+NO_FORECAST = EntryForecast(margin=None, zones_losing_hints=frozenset())
+
+
+def entry_forecast(
+    verdict: ServiceVerdict,
+    slices: Sequence[EndpointSlice],
+    nodes: ReadyNodes,
+    feasibility: Feasibility,
+    views: Sequence[ZoneLossView],
+) -> EntryForecast:
+    """The entry's margin and zone loss, from its verdict and the slices it was evaluated on.
+
+    An enabled `auto` entry needs no converged routing (zone loss is judged from the count
+    through the shared memo), so the common case costs one pass over its endpoints; other
+    entries build the converged view only when there are zones to lose.
+    """
+    margin = endpoint_margin(verdict, feasibility)
+    if not views:
+        return EntryForecast(margin, frozenset())
+    if verdict.mechanism is Mechanism.AUTO and verdict.expected_state is ExpectedState.ENABLED:
+        counted = counted_endpoints(slices)
+        losing = frozenset(view.zone for view in views if _enabled_auto_loses_hints(counted, view))
+        return EntryForecast(margin, losing)
+    outcome = Outcome(verdict, tuple(slices), converged_proxy_view(verdict, slices, nodes))
+    return EntryForecast(margin, zones_losing_hints(outcome, views))
+
+
+def service_forecasts(
+    verdicts: Sequence[ServiceVerdict],
+    slices: Sequence[EndpointSlice],
+    nodes: ReadyNodes,
+    feasibility: Feasibility,
+    views: Sequence[ZoneLossView],
+) -> tuple[EntryForecast, ...]:
+    """One forecast per verdict (aligned), each from the slices of its address type."""
+    by_type: dict[str, list[EndpointSlice]] = {}
+    for endpoint_slice in slices:
+        by_type.setdefault(endpoint_slice.address_type, []).append(endpoint_slice)
+    return tuple(
+        entry_forecast(verdict, by_type.get(verdict.address_type, ()), nodes, feasibility, views)
+        for verdict in verdicts
+    )
