@@ -337,28 +337,40 @@ def rollout_refused_counts(
 # -- the converged result --------------------------------------------------------------------
 
 
-def _converged_slice(endpoint_slice: EndpointSlice, verdict: ServiceVerdict) -> EndpointSlice:
-    """A managed slice with the hints the controller converges to for this verdict."""
+def _converged_hints(
+    endpoint: Endpoint, verdict: ServiceVerdict
+) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """The (zone, node) hints the controller writes on the endpoint; None leaves it as is."""
     mechanism = verdict.mechanism
-    enabled = verdict.expected_state is ExpectedState.ENABLED
+    if mechanism is Mechanism.AUTO and verdict.expected_state is ExpectedState.ENABLED:
+        # Not-ready endpoints never carry hints under auto.
+        return ((endpoint.zone,) if endpoint.ready is True and endpoint.zone else ()), ()
+    if mechanism is Mechanism.TRAFFIC_DISTRIBUTION:
+        if endpoint.ready is not True:
+            return None
+        same_node = verdict.service.traffic_distribution == "PreferSameNode"
+        return (
+            (endpoint.zone,) if endpoint.zone is not None else (),
+            (endpoint.node_name,) if same_node and endpoint.node_name else (),
+        )
+    return (), ()
+
+
+def _converged_slice(endpoint_slice: EndpointSlice, verdict: ServiceVerdict) -> EndpointSlice:
+    """A managed slice with the hints the controller converges to for this verdict.
+
+    Endpoints that already carry those hints, and a slice none of whose endpoints change,
+    are kept as they are: in a converged cluster that is nearly every one.
+    """
     endpoints = []
+    changed = False
     for endpoint in endpoint_slice.endpoints:
-        if mechanism is Mechanism.AUTO and enabled:
-            # Not-ready endpoints never carry hints under auto.
-            zones = (endpoint.zone,) if endpoint.ready is True and endpoint.zone else ()
-            endpoint = replace(endpoint, zone_hints=zones, node_hints=())  # noqa: PLW2901
-        elif mechanism is Mechanism.TRAFFIC_DISTRIBUTION:
-            if endpoint.ready is True:
-                same_node = verdict.service.traffic_distribution == "PreferSameNode"
-                endpoint = replace(  # noqa: PLW2901
-                    endpoint,
-                    zone_hints=(endpoint.zone,) if endpoint.zone is not None else (),
-                    node_hints=(endpoint.node_name,) if same_node and endpoint.node_name else (),
-                )
-        else:
-            endpoint = replace(endpoint, zone_hints=(), node_hints=())  # noqa: PLW2901
+        hints = _converged_hints(endpoint, verdict)
+        if hints is not None and hints != (endpoint.zone_hints, endpoint.node_hints):
+            endpoint = replace(endpoint, zone_hints=hints[0], node_hints=hints[1])  # noqa: PLW2901
+            changed = True
         endpoints.append(endpoint)
-    return replace(endpoint_slice, endpoints=tuple(endpoints))
+    return replace(endpoint_slice, endpoints=tuple(endpoints)) if changed else endpoint_slice
 
 
 def converged_slices(
@@ -678,7 +690,38 @@ def entry_forecast(
         counted = counted_endpoints(slices)
         losing = frozenset(view.zone for view in views if _enabled_auto_loses_hints(counted, view))
         return EntryForecast(margin, losing)
-    outcome = Outcome(verdict, tuple(slices), converged_proxy_view(verdict, slices, nodes))
+    converged_today = converged_slices(verdict, slices)
+    if all(c is s for c, s in zip(converged_today, slices, strict=True)):
+        # The slices already carry the hints the controller converges to: the verdict's own
+        # kube-proxy view, computed from the same slices and nodes, is the converged one.
+        converged = verdict.proxy
+    else:
+        converged = proxy_view(verdict.service, verdict.address_type, converged_today, nodes)
+    if not routes_locally(converged):
+        # Nothing local today: there is nothing to lose.
+        return EntryForecast(margin, frozenset())
+    if verdict.mechanism is not Mechanism.AUTO:
+        # Without `auto` the expected state never depends on capacity or count, so the change
+        # is decided by the converged routing alone: no re-evaluation needed. Each endpoint's
+        # converged hints depend on that endpoint only, so removing endpoints from today's
+        # converged slices is converging the slices that remain.
+        service, address_type = verdict.service, verdict.address_type
+        return EntryForecast(
+            margin,
+            frozenset(
+                view.zone
+                for view in views
+                if not routes_locally(
+                    proxy_view(
+                        service,
+                        address_type,
+                        _without_endpoints(converged_today, _survives_not(view)),
+                        view.nodes,
+                    )
+                )
+            ),
+        )
+    outcome = Outcome(verdict, tuple(slices), converged)
     return EntryForecast(margin, zones_losing_hints(outcome, views))
 
 
