@@ -740,3 +740,16 @@ def service_forecasts(
         entry_forecast(verdict, by_type.get(verdict.address_type, ()), nodes, feasibility, views)
         for verdict in verdicts
     )
+
+
+def forecast_zone_loss(
+    forecasts: Iterable[EntryForecast], views: Sequence[ZoneLossView]
+) -> dict[str, int]:
+    """Per zone (every zone of the views, 0 included), how many of these entries would lose
+    hints if it were lost: `zone_loss` from forecasts already made."""
+    counts = dict.fromkeys((view.zone for view in views), 0)
+    for forecast in forecasts:
+        for zone in forecast.zones_losing_hints:
+            if zone in counts:
+                counts[zone] += 1
+    return counts

@@ -35,7 +35,7 @@ from exporter.engine import (
     ReadyNodes,
     ServiceVerdict,
 )
-from exporter.engine.whatif import NO_FORECAST, EntryForecast
+from exporter.engine.whatif import NO_FORECAST, EntryForecast, forecast_zone_loss
 from exporter.evaluator import ExporterState, ServiceResult
 from exporter.store import ServiceKey
 
@@ -567,15 +567,10 @@ def _last_event(scrape: Scrape) -> Iterator[Sample]:
 
 
 def _zone_loss(scrape: Scrape) -> Iterator[Sample]:
-    """Per zone of the cluster, over exported entries: their forecasts were computed when
-    each Service was evaluated, so a scrape only counts."""
-    counts = dict.fromkeys((view.zone for view in scrape.state.zone_loss_views), 0)
-    for result in scrape.exported:
-        for forecast in result.forecasts:
-            for zone in forecast.zones_losing_hints:
-                if zone in counts:
-                    counts[zone] += 1
-    for zone, count in counts.items():
+    """Per zone of the cluster, over exported entries: their forecasts were made when each
+    Service was evaluated, so a scrape only counts."""
+    forecasts = (forecast for result in scrape.exported for forecast in result.forecasts)
+    for zone, count in forecast_zone_loss(forecasts, scrape.state.zone_loss_views).items():
         yield (zone,), float(count)
 
 
