@@ -251,11 +251,13 @@ class Feasibility:
     The memo is a value, not a global: it lives as long as the capacity it was made for.
     """
 
-    __slots__ = ("_capacity", "_memo")
+    __slots__ = ("_capacity", "_margins", "_memo")
 
     def __init__(self, capacity: ClusterCapacity) -> None:
         self._capacity = capacity
         self._memo: dict[int, DisableReason | None] = {}
+        # Margins depend on the count alone too: Services of one size share one.
+        self._margins: dict[int, Margin] = {}
 
     @property
     def capacity(self) -> ClusterCapacity:
@@ -271,6 +273,23 @@ class Feasibility:
 
     def feasible(self, endpoints: int) -> bool:
         return self.reason(endpoints) is None
+
+    def margin(self, count: int) -> Margin:
+        """The endpoint margin of an enabled `auto` entry with `count` ready endpoints."""
+        try:
+            return self._margins[count]
+        except KeyError:
+            pass
+        down = 0
+        while count - down - 1 >= 0 and self.feasible(count - down - 1):
+            down += 1
+        up: float = math.inf
+        for candidate in range(count + 1, self.always_feasible_from() + 1):
+            if not self.feasible(candidate):
+                up = candidate - 1 - count
+                break
+        margin = self._margins[count] = Margin(down=down, up=up)
+        return margin
 
     def always_feasible_from(self) -> int:
         return ALWAYS_FEASIBLE_PER_ZONE * len(self._capacity.zone_ratios)
@@ -301,17 +320,7 @@ def endpoint_margin(verdict: ServiceVerdict, feasibility: Feasibility) -> Margin
         ExpectedState.ENABLED
     ):
         return None
-    count = verdict.ready_endpoints
-    down = 0
-    while count - down - 1 >= 0 and feasibility.feasible(count - down - 1):
-        down += 1
-    bound = feasibility.always_feasible_from()
-    up: float = math.inf
-    for candidate in range(count + 1, bound + 1):
-        if not feasibility.feasible(candidate):
-            up = candidate - 1 - count
-            break
-    return Margin(down=down, up=up)
+    return feasibility.margin(verdict.ready_endpoints)
 
 
 def every_counted_endpoint_has_zone(verdict: ServiceVerdict) -> bool:
@@ -670,6 +679,11 @@ class EntryForecast:
 NO_FORECAST = EntryForecast(margin=None, zones_losing_hints=frozenset())
 
 
+def _forecast(margin: Margin | None, zones: frozenset[str]) -> EntryForecast:
+    # Most entries have neither: they share one object rather than hold one each.
+    return NO_FORECAST if margin is None and not zones else EntryForecast(margin, zones)
+
+
 def entry_forecast(
     verdict: ServiceVerdict,
     slices: Sequence[EndpointSlice],
@@ -685,11 +699,11 @@ def entry_forecast(
     """
     margin = endpoint_margin(verdict, feasibility)
     if not views:
-        return EntryForecast(margin, frozenset())
+        return _forecast(margin, frozenset())
     if verdict.mechanism is Mechanism.AUTO and verdict.expected_state is ExpectedState.ENABLED:
         counted = counted_endpoints(slices)
         losing = frozenset(view.zone for view in views if _enabled_auto_loses_hints(counted, view))
-        return EntryForecast(margin, losing)
+        return _forecast(margin, losing)
     converged_today = converged_slices(verdict, slices)
     if all(c is s for c, s in zip(converged_today, slices, strict=True)):
         # The slices already carry the hints the controller converges to: the verdict's own
@@ -699,14 +713,14 @@ def entry_forecast(
         converged = proxy_view(verdict.service, verdict.address_type, converged_today, nodes)
     if not routes_locally(converged):
         # Nothing local today: there is nothing to lose.
-        return EntryForecast(margin, frozenset())
+        return _forecast(margin, frozenset())
     if verdict.mechanism is not Mechanism.AUTO:
         # Without `auto` the expected state never depends on capacity or count, so the change
         # is decided by the converged routing alone: no re-evaluation needed. Each endpoint's
         # converged hints depend on that endpoint only, so removing endpoints from today's
         # converged slices is converging the slices that remain.
         service, address_type = verdict.service, verdict.address_type
-        return EntryForecast(
+        return _forecast(
             margin,
             frozenset(
                 view.zone
@@ -722,7 +736,7 @@ def entry_forecast(
             ),
         )
     outcome = Outcome(verdict, tuple(slices), converged)
-    return EntryForecast(margin, zones_losing_hints(outcome, views))
+    return _forecast(margin, zones_losing_hints(outcome, views))
 
 
 def service_forecasts(
