@@ -110,7 +110,7 @@ class Evaluator:
         dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES,
     ) -> None:
         self._store = store
-        # Each verdict carries these data planes' routing (SPEC section 10).
+        # Each verdict carries these data planes' routing (behaviour §10).
         self._dataplanes = tuple(dataplanes)
         # Looked up now, not at import, so a frozen clock in tests applies.
         self._clock = clock or time.time

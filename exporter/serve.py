@@ -75,7 +75,7 @@ class ServeOptions:
     log_level: str = "info"
     log_format: LogFormat | None = None
     informer: InformerSettings = field(default_factory=InformerSettings)
-    # SPEC section 10: the data planes whose routing the live state carries.
+    # behaviour §10: the data planes whose routing the live state carries.
     dataplanes: tuple[DataPlane, ...] = DEFAULT_DATAPLANES
 
 

@@ -1,4 +1,4 @@
-"""`--dataplane` through the real CLI: evaluate, explain and serve (SPEC section 10)."""
+"""`--dataplane` through the real CLI: evaluate, explain and serve (behaviour §10)."""
 
 from __future__ import annotations
 
