@@ -281,7 +281,7 @@ def test_advisor_shows_a_window_around_a_large_count() -> None:
     nodes = [node(f"node-{zone}", zone) for zone in ZONES]
     evaluation = evaluation_of(nodes, [ZONES[index % 3] for index in range(40)])
     text = explain_text(evaluation, evaluation.services, ExplainOptions())
-    advisor = flat(text.split("Replica advisor:")[1].split("Suggestion:")[0])
+    advisor = flat(text.split("Replica advisor:")[1].split("Margin:")[0])
     assert advisor.startswith("..., 30 ")
     assert "40 enabled (now)" in advisor
     assert advisor.endswith("50 enabled")
