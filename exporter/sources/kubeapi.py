@@ -10,10 +10,16 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import kubernetes
 import urllib3
-from kubernetes.client import ApiClient, Configuration
+import yaml
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
+# Importing the `kubernetes` package takes most of a command's start-up; it is imported only
+# where configuration is loaded, so `serve --snapshot` and the offline commands do without.
 
 
 class ConfigError(Exception):
@@ -50,8 +56,16 @@ def _retries() -> urllib3.Retry:
     return urllib3.Retry(total=3, status=0, respect_retry_after_header=False)
 
 
+# What loading a broken kubeconfig raises: the client's own error, and whatever its YAML
+# parsing and dictionary walking throw on a file of the wrong shape.
+_CONFIG_ERRORS = (OSError, ValueError, TypeError, KeyError, AttributeError, yaml.YAMLError)
+
+
 def api_client(kubeconfig: str | None = None, context: str | None = None) -> ApiClient:
     """In-cluster service account when running in a pod and no kubeconfig is given."""
+    import kubernetes  # noqa: PLC0415
+    from kubernetes.client import ApiClient, Configuration  # noqa: PLC0415
+
     configuration = Configuration()
     configuration.retries = _retries()
     try:
@@ -62,7 +76,7 @@ def api_client(kubeconfig: str | None = None, context: str | None = None) -> Api
                 config_file=kubeconfig, context=context, client_configuration=configuration
             )
         return ApiClient(configuration)
-    except (kubernetes.config.ConfigException, OSError, ValueError, TypeError) as error:
+    except (kubernetes.config.ConfigException, *_CONFIG_ERRORS) as error:
         where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         detail = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise ConfigError(f"cannot load cluster configuration from {where}: {detail}") from None
@@ -73,6 +87,8 @@ SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/names
 
 def default_namespace(kubeconfig: str | None = None, context: str | None = None) -> str:
     """The namespace kubectl would use without -n: the context's, or the pod's own in-cluster."""
+    import kubernetes  # noqa: PLC0415
+
     if kubeconfig is None and context is None and "KUBERNETES_SERVICE_HOST" in os.environ:
         try:
             return Path(SERVICE_ACCOUNT_NAMESPACE).read_text().strip() or "default"
@@ -80,7 +96,7 @@ def default_namespace(kubeconfig: str | None = None, context: str | None = None)
             return "default"
     try:
         contexts, active = kubernetes.config.list_kube_config_contexts(config_file=kubeconfig)
-    except (kubernetes.config.ConfigException, OSError, ValueError, TypeError):
+    except (kubernetes.config.ConfigException, *_CONFIG_ERRORS):
         return "default"  # the same file fails to load next, with a clear message
     chosen = next((c for c in contexts if c.get("name") == context), None) if context else active
     namespace = ((chosen or {}).get("context") or {}).get("namespace")
