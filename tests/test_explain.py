@@ -365,7 +365,7 @@ def test_cli_doc_mentions_every_option(command: str) -> None:
     for action in subcommand_parsers()[command]._actions:
         if isinstance(action, argparse._HelpAction):
             continue
-        names = action.option_strings or [action.metavar or action.dest]
+        names = action.option_strings or [str(action.metavar or action.dest)]
         for name in names:
             assert f"`{name}" in section, f"{command}: {name} is not in docs/cli.md"
         for choice in action.choices or ():
