@@ -424,10 +424,16 @@ def _add_hints(slices: list[EndpointSlice], zones: tuple[str, ...]) -> list[Endp
 def converged_proxy_view(
     verdict: ServiceVerdict, slices: Sequence[EndpointSlice], nodes: ReadyNodes
 ) -> ProxyView:
-    """Section 5's kube-proxy modes once the controller has converged."""
-    return proxy_view(
-        verdict.service, verdict.address_type, converged_slices(verdict, slices), nodes
-    )
+    """Section 5's kube-proxy modes once the controller has converged.
+
+    `slices` and `nodes` must be those the verdict was evaluated on: when the slices already
+    carry the converged hints (nearly always in a settled cluster), the verdict's own
+    kube-proxy view is the converged one and nothing is recomputed.
+    """
+    converged = converged_slices(verdict, slices)
+    if all(after is before for after, before in zip(converged, slices, strict=True)):
+        return verdict.proxy
+    return proxy_view(verdict.service, verdict.address_type, converged, nodes)
 
 
 def routes_locally(view: ProxyView) -> bool:
