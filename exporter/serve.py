@@ -125,6 +125,7 @@ class Exporter:
             total_shards=options.total_shards,
             # A snapshot has no watches: no watch_up series rather than a false "down".
             resources=() if options.snapshot is not None else RESOURCES,
+            dataplanes=((str(dataplane), "flag") for dataplane in options.dataplanes),
         )
         self.evaluator = Evaluator(
             self.store, observe=self.metrics.evaluation, dataplanes=options.dataplanes
