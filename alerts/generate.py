@@ -29,6 +29,7 @@ from exporter.metrics.monitoring import (
     SERVICE_IDENTITY,
     Mechanism,
     ProxyMode,
+    Routing,
 )
 
 # --------------------------------------------------------------------------------------------------
@@ -61,6 +62,8 @@ class Config:
             "TopologyHintsZoneFallback": "15m",
             "TopologyHintsFlapping": "0m",  # the flap window already spans time
             "TopologyHintsConfigIssue": "15m",
+            "TopologyHintsIgnored": "15m",
+            "TopologyHintsFailClosed": "5m",  # clients are refused: page sooner
             "TopologyHintsExporterWatchDown": "5m",
             "TopologyHintsExporterDown": "5m",
         }
@@ -218,6 +221,8 @@ def service_rules(config: Config) -> list[dict[str, Any]]:
             f"""
 {aggregate(c, "max", *SERVICE, "kind")} (
   {f.SERVICE_DRIFT.name}{hints_selector(c)} == 1
+  unless on {labels(c, *SERVICE)}
+  {f.SERVICE_HINT_COMPLETENESS.name}{hints_selector(c)} > 0 < 1
 )
 """,
             "warning",
@@ -273,6 +278,8 @@ def kube_proxy_rules(config: Config) -> list[dict[str, Any]]:
     cluster_mode = f'mode="{ProxyMode.CLUSTER}"'
     local_modes = f'mode=~"{ProxyMode.PREFER_SAME_ZONE}|{ProxyMode.PREFER_SAME_NODE}"'
     traffic_distribution = f'mechanism="{Mechanism.TRAFFIC_DISTRIBUTION}"'
+    # A zone some data plane refuses is TopologyHintsFailClosed's, not this alert's.
+    no_endpoints = f'routing="{Routing.NO_ENDPOINTS}"'
     return [
         alert(
             c,
@@ -282,6 +289,8 @@ def kube_proxy_rules(config: Config) -> list[dict[str, Any]]:
   {f.SERVICE_PROXY_MODE.name}{hints_selector(c, cluster_mode)} == 1
   and on {labels(c, *SERVICE)}
   {f.SERVICE_PROXY_MODE.name}{hints_selector(c, local_modes)} == 1
+  unless on {labels(c, *SERVICE)}
+  {f.SERVICE_ROUTING_NODES.name}{hints_selector(c, no_endpoints)} > 0
 )
 """,
             "warning",
@@ -307,6 +316,52 @@ def kube_proxy_rules(config: Config) -> list[dict[str, Any]]:
             f"Service {SERVICE_TEXT} uses trafficDistribution, which has no overload guard: "
             'each endpoint hinted for zone {{ $labels.zone }} gets {{ $value | printf "%.2f" }} '
             "times its fair share of traffic (when traffic follows CPU).",
+        ),
+    ]
+
+
+def routing_rules(config: Config) -> list[dict[str, Any]]:
+    """SPEC section 10: what the data planes really do with the hints."""
+    c = config
+    no_endpoints = f'routing="{Routing.NO_ENDPOINTS}"'
+    return [
+        alert(
+            c,
+            "TopologyHintsIgnored",
+            f"""
+{aggregate(c, "max", *SERVICE, "dataplane")} (
+  {f.SERVICE_LOCAL_ROUTING_RATIO.name}{hints_selector(c)} == 0
+  and on {labels(c, *SERVICE)}
+  {f.SERVICE_EXPECTED_ENABLED.name}{hints_selector(c)} == 1
+  and on {labels(c, *SERVICE)}
+  {f.SERVICE_HINT_COMPLETENESS.name}{hints_selector(c)} == 1
+  unless on {labels(c, *SERVICE, "dataplane")}
+  {f.SERVICE_ROUTING_NODES.name}{hints_selector(c, no_endpoints)} > 0
+)
+""",
+            "warning",
+            "A data plane ignores a Service's topology hints: its traffic leaves the zone "
+            "on every node.",
+            f"The EndpointSlice controller hints every ready endpoint of Service {SERVICE_TEXT}, "
+            "yet {{ $labels.dataplane }} routes no client to a local endpoint. "
+            "Run `topology-hints-exporter explain` on the Service for the cause (an endpoint "
+            "without a ready condition, a data plane that does not read hints).",
+        ),
+        alert(
+            c,
+            "TopologyHintsFailClosed",
+            f"""
+{aggregate(c, "max", *SERVICE, "dataplane", "zone")} (
+  {f.SERVICE_ROUTING_NODES.name}{hints_selector(c, no_endpoints)} > 0
+)
+""",
+            "critical",
+            "A data plane gives some clients of a Service no endpoint although ready ones exist.",
+            "{{ $value }} Ready node(s) {{ if $labels.zone }}in zone {{ $labels.zone }}"
+            "{{ else }}without a zone label{{ end }} get no endpoint of Service "
+            f"{SERVICE_TEXT} from {{{{ $labels.dataplane }}}}: no ready endpoint is hinted for "
+            "their zone and this data plane fails closed (connections refused or HTTP 503) "
+            "instead of falling back to every zone.",
         ),
     ]
 
@@ -364,6 +419,7 @@ def groups(config: Config) -> list[dict[str, Any]]:
         {"name": "topology-hints-services", "rules": service_rules(config)},
         {"name": "topology-hints-cluster", "rules": cluster_rules(config)},
         {"name": "topology-hints-kube-proxy", "rules": kube_proxy_rules(config)},
+        {"name": "topology-hints-routing", "rules": routing_rules(config)},
         {"name": "topology-hints-configuration", "rules": configuration_rules(config)},
         {"name": "topology-hints-exporter", "rules": exporter_rules(config)},
     ]
