@@ -32,8 +32,6 @@ NOT_ON_DASHBOARDS = {
     f.SHARD_ORDINAL.name: "a deployment setting, not a state to watch",
     f.TOTAL_SHARDS.name: "a deployment setting, not a state to watch",
     f.DATAPLANE_INFO.name: "a deployment setting; the routing panels name each data plane",
-    f.SERVICE_ROUTING_NODES.name: "not on a dashboard yet",
-    f.SERVICE_LOCAL_ROUTING_RATIO.name: "not on a dashboard yet",
 }
 # Labels Prometheus adds or that PromQL itself uses, on top of the exporter's.
 EXTRA_LABELS = {"cluster", "le"}
