@@ -36,6 +36,9 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	# bench/'s scripts import `cluster` top-level, tests import bench.cluster: a run apart.
+	$(BIN)/mypy bench/bench.py bench/status_page.py bench/cluster.py
+	$(BIN)/lint-imports
 
 format: $(STAMP)
 	$(BIN)/ruff format .
@@ -52,4 +55,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

@@ -61,6 +61,7 @@ class Config:
             "TopologyHintsZoneOverloaded": "15m",
             "TopologyHintsZoneFallback": "15m",
             "TopologyHintsFlapping": "0m",  # the flap window already spans time
+            "TopologyHintsOnEdge": "1h",  # a standing risk, not a rollout's passing count
             "TopologyHintsConfigIssue": "15m",
             "TopologyHintsIgnored": "15m",
             "TopologyHintsFailClosed": "5m",  # clients are refused: page sooner
@@ -232,23 +233,29 @@ def alert(
 # --------------------------------------------------------------------------------------------------
 
 
-def service_rules(config: Config) -> list[dict[str, Any]]:
-    c = config
+def nearest_feasible_text(config: Config) -> str:
+    """The Service's nearest ready endpoint counts that enable hints, read at alert time."""
     below, above = (
         templated_query(
-            c,
+            config,
             f.SERVICE_NEAREST_FEASIBLE_ENDPOINTS.name,
             scoped=SERVICE,
             matcher=f'direction="{direction}"',
         )
         for direction in ("below", "above")
     )
-    nearest = (
+    return (
         f"{{{{ with {below} | query }}}}{{{{ . | first | value | humanize }}}}"
         "{{ else }}none{{ end }} below, "
         f"{{{{ with {above} | query }}}}{{{{ . | first | value | humanize }}}}"
         "{{ else }}none{{ end }} above"
     )
+
+
+def service_rules(config: Config) -> list[dict[str, Any]]:
+    c = config
+    nearest = nearest_feasible_text(c)
+    ready = templated_query(c, f.SERVICE_READY_ENDPOINTS.name, scoped=SERVICE)
     return [
         alert(
             c,
@@ -294,6 +301,29 @@ def service_rules(config: Config) -> list[dict[str, Any]]:
             f"{c.flap_threshold} times in {c.flap_window}: its ready endpoint count keeps "
             "crossing counts the controller refuses. Nearest ready endpoint counts that "
             f"enable hints: {nearest}.",
+        ),
+        # A margin exists only for an `auto` Service whose hints are enabled, so this never
+        # overlaps TopologyHintsDisabled; a Service that already flips is TopologyHintsFlapping's.
+        alert(
+            c,
+            "TopologyHintsOnEdge",
+            f"""
+{aggregate(c, "max", *SERVICE, "direction")} (
+  {f.SERVICE_ENDPOINT_MARGIN.name}{hints_selector(c)} == 0
+  unless on {labels(c, *SERVICE)}
+  increase({f.SERVICE_STATE_CHANGES_TOTAL.name}{hints_selector(c)}[{c.flap_window}])
+    >= {c.flap_threshold}
+)
+""",
+            "info",
+            "One pod more or less would turn a Service's topology-aware hints off.",
+            f"Service {SERVICE_TEXT} has topology hints enabled with "
+            f"{{{{ with {ready} | query }}}}{{{{ . | first | value | humanize }}}}"
+            "{{ else }}its current number of{{ end }} ready endpoints, but "
+            '{{ if eq $labels.direction "down" }}one endpoint fewer (a pod eviction, restart '
+            "or drain){{ else }}one endpoint more (a rollout's surge pod or a scale-up)"
+            "{{ end }} makes the EndpointSlice controller remove every hint. Ready endpoint "
+            f"counts that keep hints on nearby: {nearest}.",
         ),
     ]
 

@@ -1,4 +1,5 @@
-"""The overview dashboard: node info, zone shares, Services by state, what needs attention."""
+"""The overview dashboard: node info, zone shares, Services by state, what needs attention,
+what a lost zone or one pod more or less would do."""
 
 from __future__ import annotations
 
@@ -273,6 +274,63 @@ def _routing_row(dash: dashboard_builders.Dashboard) -> None:
     )
 
 
+def _what_if_row(dash: dashboard_builders.Dashboard) -> None:
+    """The What if row: what a lost zone or one pod more or less would do to the hints."""
+    entry = "namespace, service, address_type"
+    margin = (
+        f"max by ({entry}, direction) ({sel(f.SERVICE_ENDPOINT_MARGIN.name, CLUSTER, NAMESPACES)})"
+    )
+    dash.with_row(row("What if"))
+    dash.with_panel(
+        single(
+            "Services losing hints per lost zone",
+            "(Service, address type) entries over all exported Services that would lose "
+            "topology-aware routing if the zone's nodes and endpoints were lost, as "
+            "`topology-hints-exporter what-if --lose-zone ZONE` answers before the fact.",
+            "short",
+            [
+                Query(
+                    f"max by (zone) ({sel(f.ZONE_LOSS_SERVICES_LOSING_HINTS.name, CLUSTER)})",
+                    "{{zone}}",
+                )
+            ],
+            steps=thresholds((None, "green"), (1, "orange")),
+            width=8,
+            height=8,
+        )
+    )
+    dash.with_panel(
+        grid(
+            "Services on the edge",
+            "`auto` Services with hints enabled whose endpoint margin is 0: one endpoint fewer "
+            "(direction down) or more (up) makes the controller remove every hint. The value is "
+            "today's ready endpoint count. Click a row to drill down.",
+            "short",
+            Query(
+                f"max by ({entry}) "
+                f"({sel(f.SERVICE_READY_ENDPOINTS.name, CLUSTER, NAMESPACES)}) "
+                f"* on ({entry}) group_left (direction) ({margin} == 0)"
+            ),
+            value_column="ready endpoints",
+            width=16,
+            link_to_service=True,
+        )
+    )
+    dash.with_panel(
+        grid(
+            "Endpoint margins",
+            "For each `auto` Service with hints enabled, how many ready endpoints may go "
+            "(down) or come (up), one at a time, before the controller removes its hints; "
+            "+Inf when no higher count is refused.",
+            "short",
+            Query(margin),
+            value_column="margin",
+            width=24,
+            link_to_service=True,
+        )
+    )
+
+
 def _exporter_row(dash: dashboard_builders.Dashboard) -> None:
     """The Exporter row and its panels."""
     dash.with_row(row("Exporter"))
@@ -420,5 +478,6 @@ def overview() -> dashboard_builders.Dashboard:
     _services_row(dash)
     _needs_attention_row(dash)
     _routing_row(dash)
+    _what_if_row(dash)
     _exporter_row(dash)
     return dash

@@ -116,7 +116,7 @@ def _add_dataplane_argument(parser: argparse.ArgumentParser | argparse._Argument
         "--dataplane",
         action="append",
         metavar="ID[,ID]",
-        help="data planes whose routing to compute (SPEC section 10; default kube-proxy): "
+        help="data planes whose routing to compute (behaviour §10; default kube-proxy): "
         + ", ".join(DataPlane),
     )
 

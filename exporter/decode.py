@@ -104,6 +104,7 @@ class RawNode(msgspec.Struct, gc=False):
     KIND: ClassVar[str] = "Node"
     metadata: _Meta
     status: _NodeStatus | None = None
+    kind: Name = ""  # set in watch events, absent from LIST items
 
 
 class _ServiceSpec(msgspec.Struct, gc=False):
@@ -117,6 +118,7 @@ class RawService(msgspec.Struct, gc=False):
     KIND: ClassVar[str] = "Service"
     metadata: _Meta
     spec: _ServiceSpec
+    kind: Name = ""  # set in watch events, absent from LIST items
 
 
 class _Named(msgspec.Struct, gc=False):
@@ -147,6 +149,7 @@ class RawEndpointSlice(msgspec.Struct, gc=False):
     metadata: _Meta
     addressType: Name  # noqa: N815
     endpoints: list[_Endpoint] | None = None
+    kind: Name = ""  # set in watch events, absent from LIST items
 
 
 class _EventObjectMeta(msgspec.Struct, gc=False):
@@ -175,6 +178,7 @@ class RawEvent(msgspec.Struct, gc=False):
     lastTimestamp: Name | None = None  # noqa: N815
     eventTime: Name | None = None  # noqa: N815
     firstTimestamp: Name | None = None  # noqa: N815
+    kind: Name = ""  # set in watch events, absent from LIST items
 
 
 class ListMeta(msgspec.Struct, gc=False):
@@ -209,6 +213,7 @@ class ObjectMeta(msgspec.Struct, gc=False):
     """Just enough of any watch event's object to delete it and follow resourceVersions."""
 
     metadata: _EventMeta = msgspec.field(default_factory=_EventMeta)
+    kind: Name = ""  # set in watch events, absent from LIST items
 
 
 class Status(msgspec.Struct, gc=False):

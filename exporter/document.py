@@ -1,4 +1,4 @@
-"""The `evaluate` JSON document of SPEC section 8."""
+"""The `evaluate` JSON document of behaviour §8."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from exporter.engine import Evaluation, ServiceVerdict
 
 
 def routing_fields(verdict: ServiceVerdict) -> dict[str, Any]:
-    """SPEC section 10: `routing` and `local_routing_ratio`, both null where no routing applies."""
+    """behaviour §10: `routing` and `local_routing_ratio`, both null where no routing applies."""
     views = verdict.routing
     if not views or not all(view.applies for view in views.values()):
         return {"routing": None, "local_routing_ratio": None}

@@ -2,7 +2,10 @@
 
 A Service or EndpointSlice change re-evaluates that Service; a Node change recomputes
 cluster capacity and re-evaluates every Service only when capacity or the set of Ready
-nodes actually moved (node heartbeats do not). The collector reads `state`, one
+nodes actually moved (node heartbeats do not). The what-if forecasts (endpoint margin and
+zones whose loss ends an entry's hints) follow the same rule: one Feasibility memo and one
+set of zone-loss views per published node view, rebuilt only when nodes move, and each
+re-evaluated Service's forecasts computed from them. The collector reads `state`, one
 reference swapped atomically, so a scrape never sees a half-applied update.
 """
 
@@ -27,6 +30,14 @@ from exporter.engine import (
     evaluate_service,
 )
 from exporter.engine.evaluate import ready_nodes
+from exporter.engine.model import Node
+from exporter.engine.whatif import (
+    EntryForecast,
+    Feasibility,
+    ZoneLossView,
+    service_forecasts,
+    zone_loss_views,
+)
 from exporter.store import Changes, ClusterStore, ControllerEvent, ServiceKey
 from exporter.transitions import TransitionLog
 
@@ -37,6 +48,10 @@ _FLIPPING_STATES = (ExpectedState.ENABLED, ExpectedState.DISABLED)
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
+
+
+def _zone_membership(nodes: tuple[Node, ...]) -> frozenset[tuple[str, str]]:
+    return frozenset((node.name, node.zone) for node in nodes if node.zone)
 
 
 def _frozen(mapping: Mapping[_K, _V]) -> Mapping[_K, _V]:
@@ -50,6 +65,8 @@ class ServiceResult:
     verdicts: tuple[ServiceVerdict, ...]
     # Flips between enabled and disabled seen since start, aligned with `verdicts`.
     state_changes: tuple[int, ...]
+    # Endpoint margin and zones whose loss ends the hints, aligned with `verdicts`.
+    forecasts: tuple[EntryForecast, ...] = ()
 
     @property
     def service(self) -> Service:
@@ -75,6 +92,12 @@ class ExporterState:
     event_totals: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     evaluated_at: float | None = None
     generation: int = 0
+    # The node view's feasibility memo and the cluster without each zone (zone order):
+    # replaced only when capacity, Ready nodes or zone membership change.
+    feasibility: Feasibility = field(
+        default_factory=lambda: Feasibility(ClusterCapacity(sufficient=False))
+    )
+    zone_loss_views: tuple[ZoneLossView, ...] = ()
 
 
 class Evaluator:
@@ -87,7 +110,7 @@ class Evaluator:
         dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES,
     ) -> None:
         self._store = store
-        # Each verdict carries these data planes' routing (SPEC section 10).
+        # Each verdict carries these data planes' routing (behaviour §10).
         self._dataplanes = tuple(dataplanes)
         # Looked up now, not at import, so a frozen clock in tests applies.
         self._clock = clock or time.time
@@ -102,6 +125,8 @@ class Evaluator:
         # Event figures changed since last published: only then are they copied again.
         self._events_dirty = False
         self._state = ExporterState()
+        # Which node is in which zone: zone-loss views also depend on not-Ready nodes.
+        self._zone_membership: frozenset[tuple[str, str]] = frozenset()
         self._listeners: list[Callable[[ExporterState], None]] = []
         # One log line when a Service's verdict changes, rate-limited per Service.
         self.transitions = TransitionLog()
@@ -135,15 +160,24 @@ class Evaluator:
     def _apply(self, changes: Changes) -> None:
         previous = self._state
         capacity, nodes = previous.capacity, previous.nodes
+        feasibility, views = previous.feasibility, previous.zone_loss_views
         dirty = set(changes.services)
         if changes.nodes is not None:
             capacity = cluster_capacity(changes.nodes)
             nodes = ready_nodes(changes.nodes)
-            if capacity != previous.capacity or nodes != previous.nodes:
+            membership = _zone_membership(changes.nodes)
+            if (
+                capacity != previous.capacity
+                or nodes != previous.nodes
+                or membership != self._zone_membership
+            ):
                 dirty |= self._inputs.keys()
+                feasibility = Feasibility(capacity)
+                views = zone_loss_views(changes.nodes)
+                self._zone_membership = membership
         self._inputs.update(changes.services)
         for key in dirty:
-            self._reevaluate(key, capacity, nodes)
+            self._reevaluate(key, capacity, nodes, feasibility, views)
         if changes.events_changed:
             self._count_events(self._store.events())
         last_event, event_totals = previous.last_event, previous.event_totals
@@ -158,9 +192,18 @@ class Evaluator:
             event_totals=event_totals,
             evaluated_at=self._clock(),
             generation=previous.generation + 1,
+            feasibility=feasibility,
+            zone_loss_views=views,
         )
 
-    def _reevaluate(self, key: ServiceKey, capacity: ClusterCapacity, nodes: ReadyNodes) -> None:
+    def _reevaluate(
+        self,
+        key: ServiceKey,
+        capacity: ClusterCapacity,
+        nodes: ReadyNodes,
+        feasibility: Feasibility,
+        views: tuple[ZoneLossView, ...],
+    ) -> None:
         service, slices = self._inputs.get(key, (None, ()))
         old = self._results.get(key)
         old_keys = {verdict.key for verdict in old.verdicts} if old is not None else set()
@@ -176,7 +219,9 @@ class Evaluator:
         for verdict in verdicts:
             self._track_flip(verdict)
         self._results[key] = ServiceResult(
-            verdicts, tuple(self._flips[verdict.key] for verdict in verdicts)
+            verdicts,
+            tuple(self._flips[verdict.key] for verdict in verdicts),
+            service_forecasts(verdicts, slices, nodes, feasibility, views),
         )
 
     def _track_flip(self, verdict: ServiceVerdict) -> None:

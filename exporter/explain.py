@@ -643,7 +643,7 @@ def config_issue_lines(verdict: ServiceVerdict, options: ExplainOptions) -> list
     return lines
 
 
-# Effective routing (SPEC section 10): does this Service's traffic stay local?
+# Effective routing (behaviour §10): does this Service's traffic stay local?
 
 _ROUTING_WORDS = {
     Routing.CLUSTER: "cluster-wide",

@@ -2,7 +2,8 @@
 
 Sources (informers, a snapshot file) write into it from their own threads; the evaluator
 takes the accumulated changes in one step under the lock, so bursts coalesce into one
-re-evaluation and it never sees half of a relist.
+re-evaluation. Every write, a whole relist (`replace_*`) included, is applied under one
+hold of the lock: no reader ever sees a relist half applied.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from exporter.engine import EndpointSlice, Node, Service
+from exporter.resources import Resource
 
 ServiceKey = tuple[str, str]
 ObjectKey = tuple[str, str]
@@ -137,19 +139,22 @@ class ClusterStore:
                 self._slices_of.pop(owner, None)
             self._mark_service(owner)
 
-    def upsert_endpoint_slice(self, endpoint_slice: EndpointSlice) -> None:
+    def _upsert_slice_locked(self, endpoint_slice: EndpointSlice) -> None:
         owner = self._slice_owner(endpoint_slice)
         key = (endpoint_slice.namespace, endpoint_slice.name)
+        if self._slices.get(key) == endpoint_slice:
+            return
+        # The service-name label can change: drop the slice from its old owner first.
+        self._remove_slice_locked(key)
+        if owner is None:
+            return
+        self._slices[key] = endpoint_slice
+        self._slices_of.setdefault(owner, {})[endpoint_slice.name] = endpoint_slice
+        self._mark_service(owner)
+
+    def upsert_endpoint_slice(self, endpoint_slice: EndpointSlice) -> None:
         with self._lock:
-            if self._slices.get(key) == endpoint_slice:
-                return
-            # The service-name label can change: drop the slice from its old owner first.
-            self._remove_slice_locked(key)
-            if owner is None:
-                return
-            self._slices[key] = endpoint_slice
-            self._slices_of.setdefault(owner, {})[endpoint_slice.name] = endpoint_slice
-            self._mark_service(owner)
+            self._upsert_slice_locked(endpoint_slice)
 
     def delete_endpoint_slice(self, namespace: str, name: str) -> None:
         with self._lock:
@@ -164,17 +169,20 @@ class ClusterStore:
         with self._lock:
             for key in self._slices.keys() - fresh.keys():
                 self._remove_slice_locked(key)
-        for endpoint_slice in fresh.values():
-            self.upsert_endpoint_slice(endpoint_slice)
+            for endpoint_slice in fresh.values():
+                self._upsert_slice_locked(endpoint_slice)
+
+    def _upsert_event_locked(self, event: ControllerEvent) -> None:
+        if self._events.get(event.uid) != event:
+            self._events[event.uid] = event
+            self._pending.events = True
+            self._changed.notify_all()
 
     def upsert_event(self, event: ControllerEvent) -> None:
         if not self._accepts(event.namespace, event.service):
             return
         with self._lock:
-            if self._events.get(event.uid) != event:
-                self._events[event.uid] = event
-                self._pending.events = True
-                self._changed.notify_all()
+            self._upsert_event_locked(event)
 
     def delete_event(self, uid: str) -> None:
         # A deleted Event (they expire after an hour) does not undo its occurrence: the
@@ -183,18 +191,21 @@ class ClusterStore:
             self._events.pop(uid, None)
 
     def replace_events(self, events: Iterable[ControllerEvent]) -> None:
-        for event in events:
-            self.upsert_event(event)
+        # Events missing from a relist are kept, as a deleted Event is (see delete_event).
+        accepted = [event for event in events if self._accepts(event.namespace, event.service)]
+        with self._lock:
+            for event in accepted:
+                self._upsert_event_locked(event)
 
     # -- readers -----------------------------------------------------------------------
 
-    def counts(self) -> dict[str, int]:
+    def counts(self) -> dict[Resource, int]:
         with self._lock:
             return {
-                "nodes": len(self._nodes),
-                "services": len(self._services),
-                "endpointslices": len(self._slices),
-                "events": len(self._events),
+                Resource.NODES: len(self._nodes),
+                Resource.SERVICES: len(self._services),
+                Resource.ENDPOINT_SLICES: len(self._slices),
+                Resource.EVENTS: len(self._events),
             }
 
     def events(self) -> tuple[ControllerEvent, ...]:

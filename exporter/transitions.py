@@ -2,8 +2,8 @@
 to what, and why, at most one line per Service and aspect per window so that a flapping
 Service cannot flood the log.
 
-An aspect is one thing about a verdict worth a line when it changes (today the expected
-state); another (effective routing) is one more `Aspect` in `ASPECTS`.
+An aspect is one thing about a verdict worth a line when it changes: the expected state,
+and the effective routing (the share of Ready nodes each data plane keeps local).
 """
 
 from __future__ import annotations
@@ -38,6 +38,25 @@ class Aspect:
     reason: Callable[[ServiceVerdict], str | None]
 
 
+def routing_summary(verdict: ServiceVerdict) -> str:
+    """Per data plane, the share of Ready nodes whose traffic stays local ("none": no routing)."""
+    parts = [
+        f"{plane}: {round((view.local_ratio or 0.0) * 100)}% of nodes local"
+        for plane, view in verdict.routing.items()
+        if view.applies
+    ]
+    return "; ".join(parts) or "none"
+
+
+def routing_cause(verdict: ServiceVerdict) -> str | None:
+    """The cause the first data plane names for a zone that does not stay local."""
+    for view in verdict.routing.values():
+        for zone_routing in view.by_zone.values():
+            if not zone_routing.routing.stays_local:
+                return str(zone_routing.cause)
+    return None
+
+
 ASPECTS: tuple[Aspect, ...] = (
     Aspect(
         "expected_state",
@@ -45,6 +64,7 @@ ASPECTS: tuple[Aspect, ...] = (
         lambda verdict: str(verdict.expected_state),
         lambda verdict: str(verdict.reason) if verdict.reason is not None else None,
     ),
+    Aspect("effective_routing", "effective routing changed", routing_summary, routing_cause),
 )
 
 _Slot = tuple[VerdictKey, str]

@@ -495,7 +495,9 @@ def test_dockerfile_agrees_with_the_package_and_the_manifests() -> None:
     """The image's entry point, command, port, version and base tag match what they serve."""
     pyproject = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())
     stage = dict(final_stage())
-    assert json.loads(stage["ENTRYPOINT"]) == list(pyproject["project"]["scripts"])
+    # The exporter's own command; the kubectl plugin name is the same program for kubectl.
+    assert json.loads(stage["ENTRYPOINT"]) == ["topology-hints-exporter"]
+    assert "topology-hints-exporter" in pyproject["project"]["scripts"]
     (container,) = workload(render(PLAIN))["spec"]["template"]["spec"]["containers"]
     assert json.loads(stage["CMD"]) == container["args"][:1]
     assert int(stage["EXPOSE"]) == container_port(container, METRICS_PORT_NAME)

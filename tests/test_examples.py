@@ -32,6 +32,7 @@ def evaluate(snapshot: Path) -> dict[str, Any]:
 
 
 def entry(document: dict[str, Any], namespace: str, name: str) -> dict[str, Any]:
+    found: dict[str, Any]
     (found,) = [
         service
         for service in document["services"]

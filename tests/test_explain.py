@@ -281,7 +281,7 @@ def test_advisor_shows_a_window_around_a_large_count() -> None:
     nodes = [node(f"node-{zone}", zone) for zone in ZONES]
     evaluation = evaluation_of(nodes, [ZONES[index % 3] for index in range(40)])
     text = explain_text(evaluation, evaluation.services, ExplainOptions())
-    advisor = flat(text.split("Replica advisor:")[1].split("Suggestion:")[0])
+    advisor = flat(text.split("Replica advisor:")[1].split("Margin:")[0])
     assert advisor.startswith("..., 30 ")
     assert "40 enabled (now)" in advisor
     assert advisor.endswith("50 enabled")
@@ -365,7 +365,7 @@ def test_cli_doc_mentions_every_option(command: str) -> None:
     for action in subcommand_parsers()[command]._actions:
         if isinstance(action, argparse._HelpAction):
             continue
-        names = action.option_strings or [action.metavar or action.dest]
+        names = action.option_strings or [str(action.metavar or action.dest)]
         for name in names:
             assert f"`{name}" in section, f"{command}: {name} is not in docs/cli.md"
         for choice in action.choices or ():

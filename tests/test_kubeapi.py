@@ -11,13 +11,14 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast
 
 import kubernetes
 import pytest
 import urllib3
 from kubernetes.client import ApiClient, CoreV1Api, DiscoveryV1Api
 from kubernetes.client.exceptions import ApiException
+from kubernetes.client.models import V1ListMeta, V1ObjectMeta
 from kubernetes.watch import Watch
 
 from tests.conftest import EXAMPLES_DIR
@@ -74,12 +75,91 @@ def event(namespace: str, name: str, kind: str, reason: str, type_: str) -> dict
     }
 
 
+class EventWatch(Protocol):
+    """What the tests use of kubernetes.watch.Watch, which the client leaves unannotated."""
+
+    resource_version: str | None
+
+    def stream(
+        self, func: Callable[..., object], *args: object, **kwargs: object
+    ) -> Iterator[dict[str, Any]]: ...
+
+    def stop(self) -> None: ...
+
+
+def new_watch() -> EventWatch:
+    return cast("Callable[[], EventWatch]", Watch)()
+
+
+def client_from_kubeconfig(kubeconfig: Path, context: str) -> ApiClient:
+    # The kubernetes client's config loaders are unannotated.
+    load = cast("Callable[..., ApiClient]", kubernetes.config.new_client_from_config)
+    return load(config_file=str(kubeconfig), context=context)
+
+
+class KubeObject(Protocol):
+    @property
+    def metadata(self) -> V1ObjectMeta | None: ...
+
+
+class KubeList(Protocol):
+    @property
+    def metadata(self) -> V1ListMeta | None: ...
+
+
+def name_of(obj: KubeObject) -> str:
+    assert obj.metadata is not None
+    assert obj.metadata.name is not None
+    return obj.metadata.name
+
+
+def list_version(page: KubeList) -> str:
+    assert page.metadata is not None
+    assert page.metadata.resource_version is not None
+    return page.metadata.resource_version
+
+
+def continue_token(page: KubeList) -> str | None:
+    assert page.metadata is not None
+    return page.metadata._continue
+
+
+def body_of(error: ApiException) -> dict[str, Any]:
+    assert error.body is not None
+    body: dict[str, Any] = json.loads(error.body)
+    return body
+
+
+def preloaded_items(response: object) -> list[dict[str, Any]]:
+    """A list's items read with _preload_content=False.
+
+    The client annotates such calls as returning the model; they return urllib3's response.
+    """
+    items: list[dict[str, Any]] = json.loads(cast("urllib3.BaseHTTPResponse", response).data)[
+        "items"
+    ]
+    return items
+
+
+def close_client(client: ApiClient) -> None:
+    # ApiClient.close is unannotated.
+    cast("Callable[[], None]", client.close)()
+
+
+def bookmark_once_watched(api: FakeKubeAPI, resource: str) -> Callable[[], None]:
+    def action() -> None:
+        api.wait_for_watches(resource, 1)
+        api.bookmark(resource)
+
+    return action
+
+
 @pytest.fixture
 def api_client(kubeconfig: Path) -> Iterator[ApiClient]:
     """A real kubernetes ApiClient loaded from the generated kubeconfig."""
-    client = kubernetes.config.new_client_from_config(config_file=str(kubeconfig), context="fake")
+    client = client_from_kubeconfig(kubeconfig, context="fake")
     yield client
-    client.close()
+    close_client(client)
 
 
 @pytest.fixture
@@ -112,7 +192,7 @@ def raw_watch(api: FakeKubeAPI, path: str) -> tuple[list[dict[str, Any]], float]
     return [json.loads(line) for line in body.splitlines()], time.monotonic() - started
 
 
-def take(stream: Iterator[dict[str, Any]], watch: Watch, n: int) -> list[dict[str, Any]]:
+def take(stream: Iterator[dict[str, Any]], watch: EventWatch, n: int) -> list[dict[str, Any]]:
     """The first n events of a kubernetes Watch stream, then stop the watch."""
     events: list[dict[str, Any]] = []
     for ev in stream:
@@ -145,9 +225,9 @@ def test_pagination_returns_every_object_once(kube_api: FakeKubeAPI, core: CoreV
     while True:
         page = core.list_node(limit=5, _continue=token)
         pages += 1
-        names += [n.metadata.name for n in page.items]
-        versions.add(page.metadata.resource_version)
-        token = page.metadata._continue
+        names += [name_of(n) for n in page.items]
+        versions.add(list_version(page))
+        token = continue_token(page)
         if not token:
             break
     assert pages == 5
@@ -161,12 +241,12 @@ def test_pages_come_from_the_first_pages_snapshot(kube_api: FakeKubeAPI, core: C
     first = core.list_node(limit=3)
     kube_api.apply(node("node-9"))
     kube_api.delete("Node", None, "node-5")
-    rest = core.list_node(limit=10, _continue=first.metadata._continue)
-    assert [n.metadata.name for n in first.items + rest.items] == [f"node-{i}" for i in range(6)]
-    assert rest.metadata.resource_version == first.metadata.resource_version
+    rest = core.list_node(limit=10, _continue=continue_token(first))
+    assert [name_of(n) for n in first.items + rest.items] == [f"node-{i}" for i in range(6)]
+    assert list_version(rest) == list_version(first)
     fresh = core.list_node()
-    assert [n.metadata.name for n in fresh.items][-2:] == ["node-4", "node-9"]
-    assert int(fresh.metadata.resource_version) > int(first.metadata.resource_version)
+    assert [name_of(n) for n in fresh.items][-2:] == ["node-4", "node-9"]
+    assert int(list_version(fresh)) > int(list_version(first))
 
 
 def test_list_items_lack_kind_and_objects_carry_resource_versions(
@@ -236,15 +316,13 @@ def test_load_serves_an_example_snapshot_unchanged(
     kube_api.load(items)
     # Raw JSON: kubernetes 37's pydantic models reject these Nodes (nodeInfo lacks bootID).
     served = {
-        "Node": json.loads(core.list_node(_preload_content=False).data)["items"],
-        "Service": json.loads(core.list_service_for_all_namespaces(_preload_content=False).data)[
-            "items"
-        ],
-        "EndpointSlice": json.loads(
-            DiscoveryV1Api(api_client)
-            .list_endpoint_slice_for_all_namespaces(_preload_content=False)
-            .data
-        )["items"],
+        "Node": preloaded_items(core.list_node(_preload_content=False)),
+        "Service": preloaded_items(core.list_service_for_all_namespaces(_preload_content=False)),
+        "EndpointSlice": preloaded_items(
+            DiscoveryV1Api(api_client).list_endpoint_slice_for_all_namespaces(
+                _preload_content=False
+            )
+        ),
     }
     for kind, objs in served.items():
         expected = [i for i in items if i["kind"] == kind]
@@ -274,8 +352,8 @@ def test_watch_replays_changes_after_the_lists_version_in_order(
     kube_api.apply(node("node-c"))
     kube_api.apply(node("node-a", zone="zone-b"))
     kube_api.delete("nodes", None, "node-b")
-    watch = Watch()
-    stream = watch.stream(core.list_node, resource_version=listed.metadata.resource_version)
+    watch = new_watch()
+    stream = watch.stream(core.list_node, resource_version=list_version(listed))
     events = take(stream, watch, 3)
     assert summary(events) == [("ADDED", "node-c"), ("MODIFIED", "node-a"), ("DELETED", "node-b")]
     versions = [int(e["object"].metadata.resource_version) for e in events]
@@ -288,7 +366,7 @@ def test_watch_replays_changes_after_the_lists_version_in_order(
 def test_watch_streams_live_changes(kube_api: FakeKubeAPI, api_client: ApiClient) -> None:
     """Changes made while a watch is open reach it as they happen (namespaced EndpointSlices)."""
     discovery = DiscoveryV1Api(api_client)
-    rv = discovery.list_namespaced_endpoint_slice("shop").metadata.resource_version
+    rv = list_version(discovery.list_namespaced_endpoint_slice("shop"))
 
     def mutate() -> None:
         kube_api.wait_for_watches("endpointslices", 1)
@@ -297,7 +375,7 @@ def test_watch_streams_live_changes(kube_api: FakeKubeAPI, api_client: ApiClient
         kube_api.delete("EndpointSlice", "shop", "cart-1")
 
     worker = in_background(mutate)
-    watch = Watch()
+    watch = new_watch()
     stream = watch.stream(
         discovery.list_namespaced_endpoint_slice, "shop", resource_version=rv, timeout_seconds=5
     )
@@ -318,7 +396,7 @@ def test_watch_without_version_starts_with_current_objects(
         kube_api.apply(service("shop", "cart", mode="Auto"))
 
     worker = in_background(mutate)
-    watch = Watch()
+    watch = new_watch()
     stream = watch.stream(core.list_service_for_all_namespaces, timeout_seconds=5)
     events = take(stream, watch, 3)
     worker.join()
@@ -347,10 +425,10 @@ def test_watch_field_selector_turns_moves_into_added_and_deleted(kube_api: FakeK
 def test_bookmarks_carry_the_current_version(kube_api: FakeKubeAPI, core: CoreV1Api) -> None:
     """allowWatchBookmarks gets periodic and on-demand BOOKMARKs the client records the rv of."""
     kube_api.apply(node("node-a"))
-    listed = core.list_node().metadata.resource_version
+    listed = list_version(core.list_node())
     kube_api.apply(service("shop", "cart"))  # moves the global version past the nodes' one
 
-    watch = Watch()
+    watch = new_watch()
     stream = watch.stream(
         core.list_node, resource_version=listed, allow_watch_bookmarks=True, timeout_seconds=5
     )
@@ -361,9 +439,9 @@ def test_bookmarks_carry_the_current_version(kube_api: FakeKubeAPI, core: CoreV1
 
     kube_api.bookmark_interval = 60.0
     kube_api.wait_for_watches("nodes", 0, exact=True)  # the stopped watch has gone
-    in_background(lambda: (kube_api.wait_for_watches("nodes", 1), kube_api.bookmark("nodes")))
+    in_background(bookmark_once_watched(kube_api, "nodes"))
     started = time.monotonic()
-    watch = Watch()
+    watch = new_watch()
     stream = watch.stream(
         core.list_node, resource_version=listed, allow_watch_bookmarks=True, timeout_seconds=5
     )
@@ -374,7 +452,7 @@ def test_bookmarks_carry_the_current_version(kube_api: FakeKubeAPI, core: CoreV1
 
 def test_watch_without_bookmarks_gets_none(kube_api: FakeKubeAPI) -> None:
     """Without allowWatchBookmarks no BOOKMARK is sent, even on demand."""
-    in_background(lambda: (kube_api.wait_for_watches("nodes", 1), kube_api.bookmark("nodes")))
+    in_background(bookmark_once_watched(kube_api, "nodes"))
     events, _ = raw_watch(kube_api, "/api/v1/nodes?watch=true&resourceVersion=0&timeoutSeconds=1")
     assert events == []
 
@@ -384,14 +462,14 @@ def test_timeout_seconds_ends_the_watch_normally(kube_api: FakeKubeAPI, core: Co
     _, elapsed = raw_watch(kube_api, "/api/v1/nodes?watch=1&timeoutSeconds=1")
     assert 1 <= elapsed < 3
     started = time.monotonic()
-    assert list(Watch().stream(core.list_node, timeout_seconds=1)) == []
+    assert list(new_watch().stream(core.list_node, timeout_seconds=1)) == []
     assert 1 <= time.monotonic() - started < 3
 
 
 def test_compacted_history_gives_a_410_error_event(kube_api: FakeKubeAPI, core: CoreV1Api) -> None:
     """A watch from a compacted resourceVersion gets one ERROR event (Status 410 Expired)."""
     kube_api.apply(node("node-a"))
-    old = core.list_node().metadata.resource_version
+    old = list_version(core.list_node())
     kube_api.apply(node("node-b"))
     kube_api.compact()
     events, _ = raw_watch(kube_api, f"/api/v1/nodes?watch=1&resourceVersion={old}")
@@ -401,13 +479,13 @@ def test_compacted_history_gives_a_410_error_event(kube_api: FakeKubeAPI, core: 
     assert (status["kind"], status["code"], status["reason"]) == ("Status", 410, "Expired")
 
     with pytest.raises(ApiException) as raised:
-        list(Watch().stream(core.list_node, resource_version=old, timeout_seconds=5))
+        list(new_watch().stream(core.list_node, resource_version=old, timeout_seconds=5))
     assert raised.value.status == 410
 
     # Without timeout_seconds the client retries once from the same version, then raises.
     kube_api.clear_requests()
     with pytest.raises(ApiException) as raised:
-        list(Watch().stream(core.list_node, resource_version=old))
+        list(new_watch().stream(core.list_node, resource_version=old))
     assert raised.value.status == 410
     assert [r.query.get("resourceVersion") for r in kube_api.requests] == [old, old]
 
@@ -423,7 +501,7 @@ def test_compaction_spares_watches_that_are_up_to_date(
 ) -> None:
     """compact() expires old versions but an open, caught-up watch keeps receiving events."""
     kube_api.apply(node("node-a"))
-    rv = core.list_node().metadata.resource_version
+    rv = list_version(core.list_node())
 
     def mutate() -> None:
         kube_api.wait_for_watches("nodes", 1)
@@ -431,7 +509,7 @@ def test_compaction_spares_watches_that_are_up_to_date(
         kube_api.apply(node("node-b"))
 
     worker = in_background(mutate)
-    watch = Watch()
+    watch = new_watch()
     events = take(watch.stream(core.list_node, resource_version=rv, timeout_seconds=5), watch, 1)
     worker.join()
     assert summary(events) == [("ADDED", "node-b")]
@@ -444,7 +522,7 @@ def test_deserialize_false_breaks_on_error_events(kube_api: FakeKubeAPI, core: C
     kube_api.compact()
     with pytest.raises(KeyError, match="raw_object"):
         list(
-            Watch().stream(
+            new_watch().stream(
                 core.list_node, resource_version="1", timeout_seconds=5, deserialize=False
             )
         )
@@ -476,9 +554,9 @@ def test_expired_continue_token_gets_410(kube_api: FakeKubeAPI, core: CoreV1Api)
     first = core.list_node(limit=2)
     kube_api.compact()
     with pytest.raises(ApiException) as raised:
-        core.list_node(limit=2, _continue=first.metadata._continue)
+        core.list_node(limit=2, _continue=continue_token(first))
     assert raised.value.status == 410
-    assert json.loads(raised.value.body)["reason"] == "Expired"
+    assert body_of(raised.value)["reason"] == "Expired"
 
 
 # --- faults ----------------------------------------------------------------------------------
@@ -494,9 +572,9 @@ def test_injected_failures_hit_the_next_requests_only(
         with pytest.raises(ApiException) as raised:
             core.list_node()
         assert raised.value.status == 500
-        assert json.loads(raised.value.body)["reason"] == "InternalError"
+        assert body_of(raised.value)["reason"] == "InternalError"
     core.list_service_for_all_namespaces()
-    assert [n.metadata.name for n in core.list_node().items] == ["node-a"]
+    assert [name_of(n) for n in core.list_node().items] == ["node-a"]
 
     kube_api.fail("services", status=503, times=None)
     for _ in range(3):
@@ -512,11 +590,11 @@ def test_forbid_gives_403_until_cleared(kube_api: FakeKubeAPI, core: CoreV1Api) 
     with pytest.raises(ApiException) as raised:
         core.list_event_for_all_namespaces()
     assert raised.value.status == 403
-    body = json.loads(raised.value.body)
+    body = body_of(raised.value)
     assert body["reason"] == "Forbidden"
     assert 'cannot list resource "events"' in body["message"]
     with pytest.raises(ApiException) as raised:
-        list(Watch().stream(core.list_event_for_all_namespaces, timeout_seconds=1))
+        list(new_watch().stream(core.list_event_for_all_namespaces, timeout_seconds=1))
     assert raised.value.status == 403
     kube_api.clear_faults()
     assert core.list_event_for_all_namespaces().items == []
@@ -546,7 +624,7 @@ def test_drop_watches_ends_streams_midway(kube_api: FakeKubeAPI, core: CoreV1Api
 
     worker = in_background(mutate)
     started = time.monotonic()
-    stream = Watch().stream(core.list_node, resource_version="0", timeout_seconds=10)
+    stream = new_watch().stream(core.list_node, resource_version="0", timeout_seconds=10)
     with pytest.raises(urllib3.exceptions.ProtocolError):
         received.extend(ev["object"].metadata.name for ev in stream)
     worker.join()
@@ -569,7 +647,7 @@ def test_down_refuses_connections_and_up_serves_the_same_port(
         core.list_node()
     kube_api.up()
     assert kube_api.url == url
-    assert [n.metadata.name for n in core.list_node().items] == ["node-a"]
+    assert [name_of(n) for n in core.list_node().items] == ["node-a"]
 
 
 def test_wait_for_watches_times_out(kube_api: FakeKubeAPI) -> None:
@@ -584,7 +662,7 @@ def test_wait_for_watches_times_out(kube_api: FakeKubeAPI) -> None:
 def test_discovery_unknown_paths_and_request_log(kube_api: FakeKubeAPI, core: CoreV1Api) -> None:
     """/version and discovery answer, unknown paths get a 404 Status; requests are logged."""
     assert raw_get(kube_api, "/version")[1]["major"] == "1"
-    assert raw_get(kube_api, "/apis")[1]["groups"][0]["name"] == "discovery.k8s.io"
+    assert raw_get(kube_api, "/apis")[1]["groups"][0]["name"] in {"apps", "discovery.k8s.io"}
     status, body = raw_get(kube_api, "/apis/apps/v1/deployments")
     assert (status, body["kind"], body["reason"], body["code"]) == (404, "Status", "NotFound", 404)
     status, body = raw_get(kube_api, "/api/v1/nodes/missing")
@@ -607,8 +685,113 @@ def test_require_token_rejects_requests_without_it(tmp_path: Path) -> None:
         status, body = raw_get(api, "/api/v1/nodes")
         assert (status, body["reason"]) == (401, "Unauthorized")
         config = api.write_kubeconfig(tmp_path / "kubeconfig", context="other")
-        client = kubernetes.config.new_client_from_config(config_file=str(config), context="other")
+        client = client_from_kubeconfig(config, context="other")
         try:
             assert CoreV1Api(client).list_node().items == []
         finally:
-            client.close()
+            close_client(client)
+
+
+# --- other resources, throttling, malformed versions -----------------------------------------
+
+
+def daemon_set(namespace: str, name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "selector": {"matchLabels": {"k8s-app": name}},
+            "template": {
+                "metadata": {"labels": {"k8s-app": name}},
+                "spec": {"containers": [{"name": name, "image": f"{name}:1"}]},
+            },
+        },
+    }
+
+
+def config_map(namespace: str, name: str, data: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": data,
+    }
+
+
+def test_daemon_sets_and_config_maps_are_served(
+    kube_api: FakeKubeAPI, api_client: ApiClient, core: CoreV1Api
+) -> None:
+    """GET of named objects and LIST of apps/v1 DaemonSets and v1 ConfigMaps, 403 per resource."""
+    kube_api.apply(daemon_set("kube-system", "kube-proxy"))
+    kube_api.apply(config_map("kube-system", "kube-proxy", {"config.conf": "mode: ipvs"}))
+    apps = kubernetes.client.AppsV1Api(api_client)
+    got = apps.read_namespaced_daemon_set("kube-proxy", "kube-system")
+    pod_spec = got.spec.template.spec
+    assert pod_spec is not None
+    assert pod_spec.containers[0].image == "kube-proxy:1"
+    listed = apps.list_namespaced_daemon_set("kube-system")
+    assert [name_of(item) for item in listed.items] == ["kube-proxy"]
+    assert apps.list_daemon_set_for_all_namespaces().items[0].kind is None  # items lack kind
+    config = core.read_namespaced_config_map("kube-proxy", "kube-system")
+    assert config.data == {"config.conf": "mode: ipvs"}
+    assert core.list_namespaced_config_map("default").items == []
+    with pytest.raises(ApiException) as raised:
+        core.read_namespaced_config_map("missing", "kube-system")
+    assert raised.value.status == 404
+    kube_api.forbid("configmaps")
+    with pytest.raises(ApiException) as raised:
+        core.read_namespaced_config_map("kube-proxy", "kube-system")
+    assert raised.value.status == 403
+    assert 'cannot get resource "configmaps"' in body_of(raised.value)["message"]
+    assert apps.list_namespaced_daemon_set("kube-system").items  # other resources unaffected
+    groups = {group["name"] for group in raw_get(kube_api, "/apis")[1]["groups"]}
+    assert groups == {"apps", "discovery.k8s.io"}
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_throttle_answers_with_retry_after(
+    kube_api: FakeKubeAPI, core: CoreV1Api, status: int
+) -> None:
+    """throttle() answers the next requests with 429/503, a Retry-After header and details.
+
+    Read with urllib: the kubernetes client's urllib3 pool would honour Retry-After itself.
+    """
+    kube_api.throttle("services", retry_after=7, status=status, times=2)
+    for _ in range(2):
+        with pytest.raises(urllib.error.HTTPError) as raised:
+            urllib.request.urlopen(kube_api.url + "/api/v1/services", timeout=5)  # noqa: S310
+        with raised.value as response:
+            assert response.code == status
+            assert response.headers["Retry-After"] == "7"
+            assert json.loads(response.read())["details"]["retryAfterSeconds"] == 7
+    core.list_service_for_all_namespaces()
+    assert kube_api.throttled == 2
+
+
+def test_watch_from_a_malformed_resource_version_is_a_bad_request(
+    kube_api: FakeKubeAPI, core: CoreV1Api
+) -> None:
+    """Like the API server: 400 BadRequest, not a stream, for a resourceVersion like "abc"."""
+    with pytest.raises(ApiException) as raised:
+        list(new_watch().stream(core.list_service_for_all_namespaces, resource_version="abc"))
+    assert raised.value.status == 400
+    body = body_of(raised.value)
+    assert body["reason"] == "BadRequest"
+    assert 'Invalid value: "abc"' in body["message"]
+
+
+def test_injected_events_are_replayed_on_every_resume(kube_api: FakeKubeAPI) -> None:
+    """inject_event() puts any event, even undecodable bytes, in the history of a resource."""
+    kube_api.apply(node("node-a"))  # resourceVersion 0 would mean "any": start from 1
+    before = kube_api.resource_version
+    kube_api.inject_event("services", "DELETED", b'{"metadata": 17}')
+    kube_api.inject_event("services", "BOOKMARK", {"metadata": {"resourceVersion": "abc"}})
+    for _ in range(2):
+        events, _ = raw_watch(
+            kube_api, f"/api/v1/services?watch=true&resourceVersion={before}&timeoutSeconds=1"
+        )
+        assert events == [
+            {"type": "DELETED", "object": {"metadata": 17}},
+            {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "abc"}}},
+        ]

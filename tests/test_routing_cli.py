@@ -1,4 +1,4 @@
-"""`--dataplane` through the real CLI: evaluate, explain and serve (SPEC section 10)."""
+"""`--dataplane` through the real CLI: evaluate, explain and serve (behaviour §10)."""
 
 from __future__ import annotations
 
@@ -56,7 +56,8 @@ def test_ready_condition_absent_routes_cluster_and_explain_names_why() -> None:
     assert entry["local_routing_ratio"] == {"kube-proxy": 0.0}
 
     completed = run("explain", "--snapshot", str(READY_ABSENT))
-    assert completed.returncode == 0, completed.stderr
+    # kube-proxy follows no hint: the Service asks for hints and does not get them.
+    assert completed.returncode == 1, completed.stderr
     text = flat(completed.stdout)
     assert (
         "Effective routing: kube-proxy: cluster-wide on every node: endpoint 10.1.2.6 has no "
@@ -75,7 +76,7 @@ def test_explain_gives_one_routing_paragraph_per_data_plane() -> None:
         "--dataplane",
         "calico-ebpf,cilium-no-topology",
     )
-    assert completed.returncode == 0, completed.stderr
+    assert completed.returncode in {0, 1}, completed.stderr  # 1: some Service lacks hints
     text = flat(completed.stdout)
     assert "Effective routing: calico-ebpf: same-zone on 6 of 6 nodes cilium-no-topology:" in text
     assert "cilium-no-topology ignores every hint" in text
@@ -89,7 +90,7 @@ def test_fail_closed_is_named() -> None:
     completed = run(
         "explain", "--snapshot", str(snapshot), "--dataplane", "cilium-1.18.0,ingress-nginx"
     )
-    assert completed.returncode == 0, completed.stderr
+    assert completed.returncode in {0, 1}, completed.stderr  # 1: some Service lacks hints
     text = flat(completed.stdout)
     assert (
         "cilium-1.18.0: same-zone on 1 of 3 nodes; no endpoints (fails closed) on 2 of 3 nodes "
@@ -107,7 +108,7 @@ def test_every_data_plane_runs_on_the_examples(example: object) -> None:
     for entry in json.loads(completed.stdout)["services"]:
         assert entry["routing"] is None or list(entry["routing"]) == list(DataPlane)
     completed = run("explain", "--snapshot", str(example), "--dataplane", ALL_IDS)
-    assert completed.returncode == 0, completed.stderr
+    assert completed.returncode in {0, 1}, completed.stderr  # 1: some Service lacks hints
     assert completed.stdout.count("Effective routing:") == completed.stdout.count("\nService ")
 
 

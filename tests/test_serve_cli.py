@@ -113,3 +113,27 @@ def test_tls_serves_metrics_over_https(tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.wait(10)
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["apiVersion: v1\nclusters: [\n  - {name: x\n", "- just\n- a list\n", "42\n"],
+    ids=["yaml-syntax", "a-list", "a-number"],
+)
+@pytest.mark.parametrize("command", ["serve", "explain"])
+def test_a_broken_kubeconfig_is_one_line(content: str, command: str, tmp_path: Path) -> None:
+    """A kubeconfig that is not YAML, or not a mapping, is named in one line (no traceback)."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(content)
+    extra = ["--listen-address", "127.0.0.1:0"] if command == "serve" else []
+    completed = subprocess.run(
+        [*exporter_command(), command, "--kubeconfig", str(kubeconfig), *extra],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert completed.returncode == 2, completed.stderr
+    (line,) = completed.stderr.strip().splitlines()
+    prefix = "topology-hints-exporter: error: cannot load cluster configuration from"
+    assert line.startswith(f"{prefix} {kubeconfig}")

@@ -148,3 +148,32 @@ def test_a_cluster_wide_flip_is_a_bounded_number_of_lines() -> None:
     assert len(single) == DEFAULT_STEP_LINES
     assert rest["services"] == 50 - DEFAULT_STEP_LINES
     assert (rest["from"], rest["to"]) == ("enabled", "disabled")
+
+
+def test_effective_routing_changes_are_a_line_too() -> None:
+    """The controller writes hints: kube-proxy goes from cluster-wide to local everywhere;
+    one endpoint losing its hint sends every node cluster-wide again, and the line says why."""
+
+    def hinted(replicas: int, *, unhinted: int = 0) -> EndpointSlice:
+        plain = cart_slice(replicas)
+        endpoints = tuple(
+            replace(e, zone_hints=(e.zone,) if i >= unhinted and e.zone else ())
+            for i, e in enumerate(plain.endpoints)
+        )
+        return replace(plain, endpoints=endpoints)
+
+    event = "effective routing changed"
+    with freeze_time("2026-12-01 03:00:00") as clock, capture_logs() as logs:
+        store, evaluator = started(9)
+        store.upsert_endpoint_slice(hinted(9))
+        evaluator.step()
+        clock.tick(DEFAULT_WINDOW + 1)
+        store.upsert_endpoint_slice(hinted(9, unhinted=1))
+        evaluator.step()
+    first, second = [line for line in logs if line["event"] == event]
+    assert (first["from"], first["to"]) == (
+        "kube-proxy: 0% of nodes local",
+        "kube-proxy: 100% of nodes local",
+    )
+    assert second["to"] == "kube-proxy: 0% of nodes local"
+    assert second["reason"] == "unhinted-endpoint"

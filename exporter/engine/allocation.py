@@ -1,4 +1,4 @@
-"""SPEC section 3: the controller's hint allocation for `auto` Services.
+"""behaviour §3: the controller's hint allocation for `auto` Services.
 
 The arithmetic is float64 in the controller's order on purpose: exact arithmetic
 gives different ceilings at boundaries (ratios 0.4/0.6 with N = 3).

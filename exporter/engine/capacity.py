@@ -1,4 +1,4 @@
-"""SPEC section 2: the controller's view of cluster capacity, zone by zone."""
+"""behaviour §2: the controller's view of cluster capacity, zone by zone."""
 
 from __future__ import annotations
 

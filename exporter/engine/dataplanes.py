@@ -1,4 +1,4 @@
-"""SPEC section 10, rule by rule: one function per data plane, and the registry naming them.
+"""behaviour §10, rule by rule: one function per data plane, and the registry naming them.
 
 `route` applies the preamble every data plane shares (no routing for headless and
 ExternalName Services or non-IP address types; `local` under internalTrafficPolicy
@@ -61,7 +61,7 @@ def zone_hints_followed(hints: HintSets, zone: str) -> ZoneRouting:
     return _no_hint_for(zone)
 
 
-# The rules, in SPEC order.
+# The rules, in behaviour document's order.
 
 
 def kube_proxy(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:

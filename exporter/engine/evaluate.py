@@ -62,7 +62,7 @@ class ServiceVerdict:
     drift: frozenset[DriftKind]
     # Any endpoint of these slices carries a zone or node hint, ready or not.
     carries_hints: bool
-    # SPEC section 10: each configured data plane's routing, in the configured order.
+    # behaviour §10: each configured data plane's routing, in the configured order.
     routing: Mapping[DataPlane, RoutingView] = field(default_factory=lambda: MappingProxyType({}))
 
     @property

@@ -1,4 +1,4 @@
-"""SPEC section 6: figures that tell whether the hints in place are healthy."""
+"""behaviour §6: figures that tell whether the hints in place are healthy."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC section 5: the topology mode kube-proxy picks for a Service on each node.
+"""behaviour §5: the topology mode kube-proxy picks for a Service on each node.
 
 kube-proxy decides one mode per Service for a whole node. It is the `kube-proxy` data
 plane of section 10 (`exporter.engine.dataplanes.kube_proxy`) under section 5's names:

@@ -1,4 +1,4 @@
-"""SPEC section 1: which hint mechanism applies to a Service, and its configuration mistakes."""
+"""behaviour §1: which hint mechanism applies to a Service, and its configuration mistakes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC section 10, the shared part: what a data plane's routing is and what every rule reads.
+"""behaviour §10, the shared part: what a data plane's routing is and what every rule reads.
 
 A data plane gives each Ready node a routing for a Service. Nodes of one zone decide
 alike unless a node's name matters (a node hint, or an endpoint's nodeName), so a

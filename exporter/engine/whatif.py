@@ -251,11 +251,13 @@ class Feasibility:
     The memo is a value, not a global: it lives as long as the capacity it was made for.
     """
 
-    __slots__ = ("_capacity", "_memo")
+    __slots__ = ("_capacity", "_margins", "_memo")
 
     def __init__(self, capacity: ClusterCapacity) -> None:
         self._capacity = capacity
         self._memo: dict[int, DisableReason | None] = {}
+        # Margins depend on the count alone too: Services of one size share one.
+        self._margins: dict[int, Margin] = {}
 
     @property
     def capacity(self) -> ClusterCapacity:
@@ -271,6 +273,23 @@ class Feasibility:
 
     def feasible(self, endpoints: int) -> bool:
         return self.reason(endpoints) is None
+
+    def margin(self, count: int) -> Margin:
+        """The endpoint margin of an enabled `auto` entry with `count` ready endpoints."""
+        try:
+            return self._margins[count]
+        except KeyError:
+            pass
+        down = 0
+        while count - down - 1 >= 0 and self.feasible(count - down - 1):
+            down += 1
+        up: float = math.inf
+        for candidate in range(count + 1, self.always_feasible_from() + 1):
+            if not self.feasible(candidate):
+                up = candidate - 1 - count
+                break
+        margin = self._margins[count] = Margin(down=down, up=up)
+        return margin
 
     def always_feasible_from(self) -> int:
         return ALWAYS_FEASIBLE_PER_ZONE * len(self._capacity.zone_ratios)
@@ -301,17 +320,7 @@ def endpoint_margin(verdict: ServiceVerdict, feasibility: Feasibility) -> Margin
         ExpectedState.ENABLED
     ):
         return None
-    count = verdict.ready_endpoints
-    down = 0
-    while count - down - 1 >= 0 and feasibility.feasible(count - down - 1):
-        down += 1
-    bound = feasibility.always_feasible_from()
-    up: float = math.inf
-    for candidate in range(count + 1, bound + 1):
-        if not feasibility.feasible(candidate):
-            up = candidate - 1 - count
-            break
-    return Margin(down=down, up=up)
+    return feasibility.margin(verdict.ready_endpoints)
 
 
 def every_counted_endpoint_has_zone(verdict: ServiceVerdict) -> bool:
@@ -337,28 +346,40 @@ def rollout_refused_counts(
 # -- the converged result --------------------------------------------------------------------
 
 
-def _converged_slice(endpoint_slice: EndpointSlice, verdict: ServiceVerdict) -> EndpointSlice:
-    """A managed slice with the hints the controller converges to for this verdict."""
+def _converged_hints(
+    endpoint: Endpoint, verdict: ServiceVerdict
+) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """The (zone, node) hints the controller writes on the endpoint; None leaves it as is."""
     mechanism = verdict.mechanism
-    enabled = verdict.expected_state is ExpectedState.ENABLED
+    if mechanism is Mechanism.AUTO and verdict.expected_state is ExpectedState.ENABLED:
+        # Not-ready endpoints never carry hints under auto.
+        return ((endpoint.zone,) if endpoint.ready is True and endpoint.zone else ()), ()
+    if mechanism is Mechanism.TRAFFIC_DISTRIBUTION:
+        if endpoint.ready is not True:
+            return None
+        same_node = verdict.service.traffic_distribution == "PreferSameNode"
+        return (
+            (endpoint.zone,) if endpoint.zone is not None else (),
+            (endpoint.node_name,) if same_node and endpoint.node_name else (),
+        )
+    return (), ()
+
+
+def _converged_slice(endpoint_slice: EndpointSlice, verdict: ServiceVerdict) -> EndpointSlice:
+    """A managed slice with the hints the controller converges to for this verdict.
+
+    Endpoints that already carry those hints, and a slice none of whose endpoints change,
+    are kept as they are: in a converged cluster that is nearly every one.
+    """
     endpoints = []
+    changed = False
     for endpoint in endpoint_slice.endpoints:
-        if mechanism is Mechanism.AUTO and enabled:
-            # Not-ready endpoints never carry hints under auto.
-            zones = (endpoint.zone,) if endpoint.ready is True and endpoint.zone else ()
-            endpoint = replace(endpoint, zone_hints=zones, node_hints=())  # noqa: PLW2901
-        elif mechanism is Mechanism.TRAFFIC_DISTRIBUTION:
-            if endpoint.ready is True:
-                same_node = verdict.service.traffic_distribution == "PreferSameNode"
-                endpoint = replace(  # noqa: PLW2901
-                    endpoint,
-                    zone_hints=(endpoint.zone,) if endpoint.zone is not None else (),
-                    node_hints=(endpoint.node_name,) if same_node and endpoint.node_name else (),
-                )
-        else:
-            endpoint = replace(endpoint, zone_hints=(), node_hints=())  # noqa: PLW2901
+        hints = _converged_hints(endpoint, verdict)
+        if hints is not None and hints != (endpoint.zone_hints, endpoint.node_hints):
+            endpoint = replace(endpoint, zone_hints=hints[0], node_hints=hints[1])  # noqa: PLW2901
+            changed = True
         endpoints.append(endpoint)
-    return replace(endpoint_slice, endpoints=tuple(endpoints))
+    return replace(endpoint_slice, endpoints=tuple(endpoints)) if changed else endpoint_slice
 
 
 def converged_slices(
@@ -608,9 +629,7 @@ def loses_hints_without(outcome: Outcome, view: ZoneLossView) -> bool:
     """
     verdict = outcome.verdict
     if verdict.mechanism is Mechanism.AUTO and outcome.enabled:
-        survives = _survives(view)
-        remaining = sum(1 for e in counted_endpoints(outcome.slices) if survives(e))
-        return not view.feasibility.feasible(remaining)
+        return _enabled_auto_loses_hints(counted_endpoints(outcome.slices), view)
     if not outcome.local:
         # Neither enabled auto nor local: there is nothing to lose.
         return False
@@ -618,6 +637,11 @@ def loses_hints_without(outcome: Outcome, view: ZoneLossView) -> bool:
     after = service_outcomes(verdict.service, slices, view.feasibility.capacity, view.nodes)
     same_type = [o for o in after if o.verdict.address_type == verdict.address_type]
     return any(classify(outcome, o) is Change.LOSES_HINTS for o in same_type)
+
+
+def _enabled_auto_loses_hints(counted: Sequence[Endpoint], view: ZoneLossView) -> bool:
+    survives = _survives(view)
+    return not view.feasibility.feasible(sum(1 for e in counted if survives(e)))
 
 
 def _survives_not(view: ZoneLossView) -> Callable[[Endpoint], bool]:
@@ -654,3 +678,109 @@ def outcomes_of(evaluation: Evaluation, slices: Iterable[EndpointSlice]) -> tupl
         )
         for verdict in evaluation.services
     )
+
+
+# -- the live exporter's per-entry answers -----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class EntryForecast:
+    """What one (Service, address type) entry's hints survive, under today's node view."""
+
+    # None where no margin exists (not `auto`, or not enabled).
+    margin: Margin | None
+    # The zones whose loss would take the entry's hints away (`loses-hints`).
+    zones_losing_hints: frozenset[str]
+
+
+NO_FORECAST = EntryForecast(margin=None, zones_losing_hints=frozenset())
+
+
+def _forecast(margin: Margin | None, zones: frozenset[str]) -> EntryForecast:
+    # Most entries have neither: they share one object rather than hold one each.
+    return NO_FORECAST if margin is None and not zones else EntryForecast(margin, zones)
+
+
+def entry_forecast(
+    verdict: ServiceVerdict,
+    slices: Sequence[EndpointSlice],
+    nodes: ReadyNodes,
+    feasibility: Feasibility,
+    views: Sequence[ZoneLossView],
+) -> EntryForecast:
+    """The entry's margin and zone loss, from its verdict and the slices it was evaluated on.
+
+    An enabled `auto` entry needs no converged routing (zone loss is judged from the count
+    through the shared memo), so the common case costs one pass over its endpoints; other
+    entries build the converged view only when there are zones to lose.
+    """
+    margin = endpoint_margin(verdict, feasibility)
+    if not views:
+        return _forecast(margin, frozenset())
+    if verdict.mechanism is Mechanism.AUTO and verdict.expected_state is ExpectedState.ENABLED:
+        counted = counted_endpoints(slices)
+        losing = frozenset(view.zone for view in views if _enabled_auto_loses_hints(counted, view))
+        return _forecast(margin, losing)
+    converged_today = converged_slices(verdict, slices)
+    if all(c is s for c, s in zip(converged_today, slices, strict=True)):
+        # The slices already carry the hints the controller converges to: the verdict's own
+        # kube-proxy view, computed from the same slices and nodes, is the converged one.
+        converged = verdict.proxy
+    else:
+        converged = proxy_view(verdict.service, verdict.address_type, converged_today, nodes)
+    if not routes_locally(converged):
+        # Nothing local today: there is nothing to lose.
+        return _forecast(margin, frozenset())
+    if verdict.mechanism is not Mechanism.AUTO:
+        # Without `auto` the expected state never depends on capacity or count, so the change
+        # is decided by the converged routing alone: no re-evaluation needed. Each endpoint's
+        # converged hints depend on that endpoint only, so removing endpoints from today's
+        # converged slices is converging the slices that remain.
+        service, address_type = verdict.service, verdict.address_type
+        return _forecast(
+            margin,
+            frozenset(
+                view.zone
+                for view in views
+                if not routes_locally(
+                    proxy_view(
+                        service,
+                        address_type,
+                        _without_endpoints(converged_today, _survives_not(view)),
+                        view.nodes,
+                    )
+                )
+            ),
+        )
+    outcome = Outcome(verdict, tuple(slices), converged)
+    return _forecast(margin, zones_losing_hints(outcome, views))
+
+
+def service_forecasts(
+    verdicts: Sequence[ServiceVerdict],
+    slices: Sequence[EndpointSlice],
+    nodes: ReadyNodes,
+    feasibility: Feasibility,
+    views: Sequence[ZoneLossView],
+) -> tuple[EntryForecast, ...]:
+    """One forecast per verdict (aligned), each from the slices of its address type."""
+    by_type: dict[str, list[EndpointSlice]] = {}
+    for endpoint_slice in slices:
+        by_type.setdefault(endpoint_slice.address_type, []).append(endpoint_slice)
+    return tuple(
+        entry_forecast(verdict, by_type.get(verdict.address_type, ()), nodes, feasibility, views)
+        for verdict in verdicts
+    )
+
+
+def forecast_zone_loss(
+    forecasts: Iterable[EntryForecast], views: Sequence[ZoneLossView]
+) -> dict[str, int]:
+    """Per zone (every zone of the views, 0 included), how many of these entries would lose
+    hints if it were lost: `zone_loss` from forecasts already made."""
+    counts = dict.fromkeys((view.zone for view in views), 0)
+    for forecast in forecasts:
+        for zone in forecast.zones_losing_hints:
+            if zone in counts:
+                counts[zone] += 1
+    return counts

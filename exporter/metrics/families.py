@@ -35,6 +35,7 @@ from exporter.engine import (
     ReadyNodes,
     ServiceVerdict,
 )
+from exporter.engine.whatif import NO_FORECAST, EntryForecast, forecast_zone_loss
 from exporter.evaluator import ExporterState, ServiceResult
 from exporter.store import ServiceKey
 
@@ -75,11 +76,13 @@ _IDENTITY_LABELS = {
 
 @dataclass(frozen=True, slots=True)
 class ServiceEntry:
-    """One exported (Service, address type) verdict, its flip counter and the Ready nodes."""
+    """One exported (Service, address type) verdict, its flip counter, what-if forecast and
+    the Ready nodes."""
 
     verdict: ServiceVerdict
     state_changes: int
     nodes: ReadyNodes
+    forecast: EntryForecast = NO_FORECAST
 
 
 @dataclass(frozen=True)
@@ -92,9 +95,13 @@ class ServiceSubject:
     @functools.cached_property
     def entries(self) -> tuple[tuple[tuple[str, str, str], ServiceEntry], ...]:
         """(identity label values, entry) per address type."""
+        result = self.result
+        forecasts = result.forecasts or (NO_FORECAST,) * len(result.verdicts)
         return tuple(
-            (verdict.key, ServiceEntry(verdict, flips, self.nodes))
-            for verdict, flips in zip(self.result.verdicts, self.result.state_changes, strict=True)
+            (verdict.key, ServiceEntry(verdict, flips, self.nodes, forecast))
+            for verdict, flips, forecast in zip(
+                result.verdicts, result.state_changes, forecasts, strict=True
+            )
         )
 
 
@@ -304,6 +311,13 @@ def _nearest_feasible(entry: ServiceEntry) -> Iterator[Sample]:
         yield ("above",), float(nearest.above)
 
 
+def _endpoint_margin(entry: ServiceEntry) -> Iterator[Sample]:
+    margin = entry.forecast.margin
+    if margin is not None:
+        yield ("down",), float(margin.down)
+        yield ("up",), float(margin.up)
+
+
 def _zone_allocation(field: str) -> Callable[[ServiceEntry], Iterator[Sample]]:
     def samples(entry: ServiceEntry) -> Iterator[Sample]:
         for zone, verdict in entry.verdict.zones.items():
@@ -407,6 +421,16 @@ SERVICE_NEAREST_FEASIBLE_ENDPOINTS = _declare(
     "The nearest ready endpoint count below or above today's that would let the "
     "controller enable auto hints with today's zone ratios.",
     each_entry(_nearest_feasible),
+    labels=("direction",),
+)
+SERVICE_ENDPOINT_MARGIN = _declare(
+    "service_endpoint_margin",
+    GAUGE,
+    Scope.SERVICE_ENTRY,
+    "Ready endpoints that may go (down) or come (up), one at a time, before the controller "
+    "removes the auto hints; 0 means one pod more or less disables them, up is +Inf when no "
+    "higher count is refused (absent unless auto and enabled).",
+    each_entry(_endpoint_margin),
     labels=("direction",),
 )
 SERVICE_STATE_CHANGES_TOTAL = _declare(
@@ -587,6 +611,14 @@ def _last_event(scrape: Scrape) -> Iterator[Sample]:
             yield key, timestamp
 
 
+def _zone_loss(scrape: Scrape) -> Iterator[Sample]:
+    """Per zone of the cluster, over exported entries: their forecasts were made when each
+    Service was evaluated, so a scrape only counts."""
+    forecasts = (forecast for result in scrape.exported for forecast in result.forecasts)
+    for zone, count in forecast_zone_loss(forecasts, scrape.state.zone_loss_views).items():
+        yield (zone,), float(count)
+
+
 NODE_PROXY_SERVICES = _declare(
     "node_proxy_services",
     GAUGE,
@@ -603,6 +635,16 @@ SERVICE_LAST_EVENT_TIMESTAMP_SECONDS = _declare(
     "the controller recorded on the Service.",
     from_scrape(_last_event),
     labels=("reason",),
+)
+ZONE_LOSS_SERVICES_LOSING_HINTS = _declare(
+    "zone_loss_services_losing_hints",
+    GAUGE,
+    Scope.CLUSTER,
+    "Exported Services (per address type) that would lose topology-aware routing if every "
+    "node and endpoint of the zone were lost (what-if --lose-zone), per zone label of the "
+    "cluster's nodes.",
+    from_scrape(_zone_loss),
+    labels=("zone",),
 )
 CONTROLLER_EVENTS_TOTAL = _declare(
     "controller_events_total",
@@ -638,7 +680,7 @@ WATCH_RESTARTS_TOTAL = _declare(
     COUNTER,
     Scope.EXPORTER,
     "Watch restarts by cause: closed (normal end), expired (410 Gone, full relist), "
-    "error, forbidden.",
+    "error, forbidden, throttled (429 or 503 with Retry-After).",
     labels=("resource", "cause"),
 )
 WATCH_EVENTS_TOTAL = _declare(

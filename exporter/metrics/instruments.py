@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -23,10 +23,15 @@ from exporter.metrics.families import (
     WATCH_RESTARTS_TOTAL,
     WATCH_UP,
 )
+from exporter.resources import (
+    EVENT_TYPE_LABELS,
+    RESTART_CAUSES,
+    EventTypeLabel,
+    Resource,
+    RestartCause,
+)
 
-RESOURCES = ("nodes", "services", "endpointslices", "events")
-RESTART_CAUSES = ("closed", "expired", "error", "forbidden")
-WATCH_EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR")
+RESOURCES = tuple(Resource)
 # An incremental evaluation takes well under a millisecond; a full one of a large cluster
 # takes seconds.
 EVALUATION_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
@@ -43,7 +48,7 @@ class ExporterMetrics:
         version: str,
         shard: int = 0,
         total_shards: int = 1,
-        resources: tuple[str, ...] = RESOURCES,
+        resources: tuple[Resource, ...] = RESOURCES,
         dataplanes: Iterable[tuple[str, str]] = (),
     ) -> None:
         build = Gauge(BUILD_INFO.name, BUILD_INFO.help, BUILD_INFO.labels, registry=registry)
@@ -87,19 +92,19 @@ class ExporterMetrics:
             self._invalid.labels(resource)
             for cause in RESTART_CAUSES:
                 self._restarts.labels(resource, cause)
-            for event_type in WATCH_EVENT_TYPES:
+            for event_type in EVENT_TYPE_LABELS:
                 self._events.labels(resource, event_type)
 
-    def watch_up(self, resource: str, *, up: bool) -> None:
+    def watch_up(self, resource: Resource, *, up: bool) -> None:
         self._up.labels(resource).set(1 if up else 0)
 
-    def watch_restart(self, resource: str, cause: str) -> None:
+    def watch_restart(self, resource: Resource, cause: RestartCause) -> None:
         self._restarts.labels(resource, cause).inc()
 
-    def watch_event(self, resource: str, event_type: str) -> None:
+    def watch_event(self, resource: Resource, event_type: EventTypeLabel) -> None:
         self._events.labels(resource, event_type).inc()
 
-    def invalid_object(self, resource: str) -> None:
+    def invalid_object(self, resource: Resource) -> None:
         self._invalid.labels(resource).inc()
 
     def evaluation(self, seconds: float) -> None:
@@ -111,7 +116,7 @@ class StatusCollector(Collector):
 
     def __init__(
         self,
-        counts: Callable[[], dict[str, int]],
+        counts: Callable[[], Mapping[Resource, int]],
         state: Callable[[], ExporterState],
         ready: Callable[[], bool],
     ) -> None:

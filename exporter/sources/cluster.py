@@ -17,17 +17,21 @@ from exporter.decode import (
     service_from_raw,
 )
 from exporter.engine import EndpointSlice, Node, Service
+from exporter.resources import Resource
 from exporter.sources.informer import ResourceSpec
 from exporter.store import ClusterStore, ControllerEvent
 
 _Slim = TypeVar("_Slim")
 
-NODES: ResourceSpec[RawNode, Node] = ResourceSpec("nodes", "/api/v1/nodes", RawNode, node_from_raw)
+NODES: ResourceSpec[RawNode, Node] = ResourceSpec(
+    Resource.NODES, "Node", "/api/v1/nodes", RawNode, node_from_raw
+)
 SERVICES: ResourceSpec[RawService, Service] = ResourceSpec(
-    "services", "/api/v1/services", RawService, service_from_raw
+    Resource.SERVICES, "Service", "/api/v1/services", RawService, service_from_raw
 )
 ENDPOINT_SLICES: ResourceSpec[RawEndpointSlice, EndpointSlice] = ResourceSpec(
-    "endpointslices",
+    Resource.ENDPOINT_SLICES,
+    "EndpointSlice",
     "/apis/discovery.k8s.io/v1/endpointslices",
     RawEndpointSlice,
     endpoint_slice_from_raw,
@@ -35,7 +39,8 @@ ENDPOINT_SLICES: ResourceSpec[RawEndpointSlice, EndpointSlice] = ResourceSpec(
 # Field selectors cannot OR two reasons; selecting Service events server-side and the two
 # hint reasons client-side keeps one watch.
 EVENTS: ResourceSpec[RawEvent, ControllerEvent] = ResourceSpec(
-    "events",
+    Resource.EVENTS,
+    "Event",
     "/api/v1/events",
     RawEvent,
     controller_event_from_raw,
@@ -54,24 +59,24 @@ class StoreSink(Generic[_Slim]):
     delete: Callable[[str, str, str], None]
 
 
-def sinks(store: ClusterStore) -> dict[str, StoreSink[Any]]:
+def sinks(store: ClusterStore) -> dict[Resource, StoreSink[Any]]:
     return {
-        "nodes": StoreSink(
+        Resource.NODES: StoreSink(
             store.replace_nodes,
             store.upsert_node,
             lambda _namespace, name, _uid: store.delete_node(name),
         ),
-        "services": StoreSink(
+        Resource.SERVICES: StoreSink(
             store.replace_services,
             store.upsert_service,
             lambda namespace, name, _uid: store.delete_service(namespace, name),
         ),
-        "endpointslices": StoreSink(
+        Resource.ENDPOINT_SLICES: StoreSink(
             store.replace_endpoint_slices,
             store.upsert_endpoint_slice,
             lambda namespace, name, _uid: store.delete_endpoint_slice(namespace, name),
         ),
-        "events": StoreSink(
+        Resource.EVENTS: StoreSink(
             store.replace_events,
             store.upsert_event,
             lambda namespace, name, uid: store.delete_event(uid or f"{namespace}/{name}"),

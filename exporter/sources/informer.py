@@ -31,10 +31,13 @@ from exporter.decode import (
     WatchEvent,
     decode_json,
 )
+from exporter.resources import EventTypeLabel, Resource, RestartCause, event_type_label
 from exporter.sources.kubeapi import ApiStatusError, Timeouts
 
 
 class _Metadata(Protocol):
+    @property
+    def name(self) -> str: ...
     @property
     def resourceVersion(self) -> str: ...  # noqa: N802 - the API's spelling
 
@@ -42,13 +45,19 @@ class _Metadata(Protocol):
 class _RawObject(Protocol):
     @property
     def metadata(self) -> _Metadata: ...
+    @property
+    def kind(self) -> str: ...
 
 
 _Raw = TypeVar("_Raw", bound=_RawObject)
 _Slim = TypeVar("_Slim")
 
+HTTP_BAD_REQUEST = 400
 HTTP_FORBIDDEN = 403
 HTTP_GONE = 410
+HTTP_TOO_MANY_REQUESTS = 429
+HTTP_INTERNAL_SERVER_ERROR = 500
+HTTP_SERVICE_UNAVAILABLE = 503
 _READ_CHUNK = 1 << 16
 
 logger = structlog.get_logger("exporter.informer")
@@ -69,15 +78,16 @@ class Sink(Protocol[_Slim]):
 
 
 class InformerMetrics(Protocol):
-    def watch_up(self, resource: str, *, up: bool) -> None: ...
-    def watch_restart(self, resource: str, cause: str) -> None: ...
-    def watch_event(self, resource: str, event_type: str) -> None: ...
-    def invalid_object(self, resource: str) -> None: ...
+    def watch_up(self, resource: Resource, *, up: bool) -> None: ...
+    def watch_restart(self, resource: Resource, cause: RestartCause) -> None: ...
+    def watch_event(self, resource: Resource, event_type: EventTypeLabel) -> None: ...
+    def invalid_object(self, resource: Resource) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
 class ResourceSpec(Generic[_Raw, _Slim]):
-    resource: str  # plural, as in the URL and the metrics' `resource` label
+    resource: Resource
+    kind: str  # the only kind accepted on this resource's watch (LIST items carry none)
     path: str
     raw_type: type[_Raw]
     # raw -> slim object, or None to ignore it (events of other reasons); may raise
@@ -97,6 +107,11 @@ class InformerSettings:
     backoff_max: float = 30.0
     # After a 403, retry rarely: RBAC changes are slow and each try costs a log line.
     forbidden_retry: float = 300.0
+    # A Retry-After longer than this is cut to it: a misbehaving proxy cannot park a watch.
+    retry_after_max: float = 300.0
+    # Failures to resume a watch from the same resourceVersion (400, an event that cannot be
+    # decoded replayed on every resume) before listing again.
+    resume_attempts: int = 3
 
 
 class ExpiredError(Exception):
@@ -117,7 +132,10 @@ class Backoff:
 
     def next_delay(self) -> float:
         ceiling = min(self._maximum, self._initial * (2**self._attempt))
-        self._attempt += 1
+        # Stop counting once the ceiling is reached: 2**1024 does not fit a float, and a long
+        # outage must not turn the backoff into an OverflowError.
+        if ceiling < self._maximum:
+            self._attempt += 1
         return self._rng.uniform(ceiling / 2, ceiling)
 
 
@@ -150,6 +168,9 @@ class Informer(Generic[_Raw, _Slim]):
         self._logged_invalid: set[str] = set()
         # The newest resourceVersion seen, where a broken watch resumes; None: list first.
         self._resource_version: str | None = None
+        # Consecutive resumes from _resource_version that the server refused or that broke
+        # on an event before any progress; at settings.resume_attempts, list again.
+        self._failed_resumes = 0
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -157,21 +178,29 @@ class Informer(Generic[_Raw, _Slim]):
         self._stop.set()
         response = self._response
         if response is not None:
-            # Unblocks a read waiting on the socket in the informer's thread.
-            with contextlib.suppress(OSError, AttributeError):
+            # Unblocks a read waiting on the socket in the informer's thread. The informer
+            # may have released the response meanwhile: urllib3 then raises RuntimeError
+            # (released to the pool) or ValueError (no socket); nothing is left to cut.
+            with contextlib.suppress(OSError, AttributeError, RuntimeError, ValueError):
                 response.shutdown()
 
     def run(self) -> None:
-        """List, then watch until stopped; never raises.
+        """List, then watch until stopped.
 
         A failed or dropped watch resumes from the last resourceVersion seen (a relist of a
-        large cluster costs far more); only 410 Gone, or a failed list, lists again.
+        large cluster costs far more); 410 Gone, a failed list, or a resourceVersion that
+        fails to resume `resume_attempts` times in a row (400, an undecodable event replayed
+        on every resume) lists again. Failures of the API server or the network are retried
+        with backoff, or after Retry-After; anything else is a bug and ends the thread (the
+        liveness probe reports it).
         """
         backoff = Backoff(self._settings.backoff_initial, self._settings.backoff_max)
         while not self._stop.is_set():
+            resuming = self._resource_version is not None
             try:
                 if self._resource_version is None:
                     self._resource_version = self._list()
+                    self._failed_resumes = 0
                     backoff.reset()
                 self._watch(self._resource_version)
                 backoff.reset()
@@ -189,7 +218,21 @@ class Informer(Generic[_Raw, _Slim]):
             ) as error:
                 if self._stop.is_set():
                     break  # stop() cut the connection: not a failure
+                if resuming and _blames_resource_version(error):
+                    self._resume_failed(error)
                 self._failed(error, backoff)
+
+    def _resume_failed(self, error: Exception) -> None:
+        self._failed_resumes += 1
+        if self._failed_resumes >= self._settings.resume_attempts:
+            self._log.warning(
+                "cannot resume watch; listing again",
+                resource_version=self._resource_version,
+                attempts=self._failed_resumes,
+                error=str(error),
+            )
+            self._resource_version = None
+            self._failed_resumes = 0
 
     # -- list ------------------------------------------------------------------------------
 
@@ -297,26 +340,37 @@ class Informer(Generic[_Raw, _Slim]):
 
     def _handle(self, line: bytes) -> None:
         event = self._event_decoder.decode(line)
-        self._metrics.watch_event(self.spec.resource, event.type)
-        if event.type == "ERROR":
+        event_type = event_type_label(event.type)
+        self._metrics.watch_event(self.spec.resource, event_type)
+        if event_type == "ERROR":
             status = decode_json(event.object, Status)
             if status.code == HTTP_GONE:
                 raise ExpiredError
             raise ApiStatusError(status.code, status.reason, status.message)
+        if event_type == "other":
+            return  # counted; nothing the informer knows how to apply
         # A valid added or modified object is decoded once, metadata included; only
         # deletions, bookmarks and invalid objects need the metadata on its own.
-        raw = self._decode_object(event.object) if event.type in {"ADDED", "MODIFIED"} else None
+        raw = self._decode_object(event.object) if event_type in {"ADDED", "MODIFIED"} else None
         if raw is not None:
             resource_version = raw.metadata.resourceVersion
-            slim = self._convert(raw)
-            if slim is not None:
+            if raw.kind != self.spec.kind:
+                self._invalid(raw.metadata.name, f"kind {raw.kind!r} on the {self.spec.kind} watch")
+            elif (slim := self._convert(raw)) is not None:
                 self._sink.upsert(slim)
         else:
-            meta = decode_json(event.object, ObjectMeta).metadata
-            resource_version = meta.resourceVersion
-            if event.type == "DELETED":
-                self._sink.delete(meta.namespace, meta.name, meta.uid)
+            meta = decode_json(event.object, ObjectMeta)
+            resource_version = meta.metadata.resourceVersion
+            if event_type == "DELETED":
+                if meta.kind != self.spec.kind:
+                    name = meta.metadata.name
+                    self._invalid(name, f"kind {meta.kind!r} on the {self.spec.kind} watch")
+                else:
+                    self._sink.delete(
+                        meta.metadata.namespace, meta.metadata.name, meta.metadata.uid
+                    )
         self._healthy()
+        self._failed_resumes = 0
         if resource_version:
             self._resource_version = resource_version
 
@@ -331,7 +385,10 @@ class Informer(Generic[_Raw, _Slim]):
     def _failed(self, error: Exception, backoff: Backoff) -> None:
         self._metrics.watch_up(self.spec.resource, up=False)
         forbidden = isinstance(error, ApiStatusError) and error.status == HTTP_FORBIDDEN
-        cause = "forbidden" if forbidden else "error"
+        retry_after = _retry_after(error)
+        cause: RestartCause = (
+            "forbidden" if forbidden else "throttled" if retry_after is not None else "error"
+        )
         self._metrics.watch_restart(self.spec.resource, cause)
         problem = f"{cause}: {error}"
         if problem != self.problem:
@@ -345,8 +402,41 @@ class Informer(Generic[_Raw, _Slim]):
                 cause=cause,
             )
         self.problem = problem
-        delay = self._settings.forbidden_retry if forbidden else backoff.next_delay()
+        if retry_after is not None:
+            # As the server asks; the backoff still grows, for when it stops asking.
+            delay = max(min(retry_after, self._settings.retry_after_max), backoff.next_delay())
+        elif forbidden:
+            delay = self._settings.forbidden_retry
+        else:
+            delay = backoff.next_delay()
         self._stop.wait(delay)
+
+
+def _retry_after(error: Exception) -> float | None:
+    """The wait a 429 or 503 asked for (429 without Retry-After: the backoff's own)."""
+    if not isinstance(error, ApiStatusError):
+        return None
+    if error.status == HTTP_TOO_MANY_REQUESTS:
+        return error.retry_after if error.retry_after is not None else 0.0
+    if error.status == HTTP_SERVICE_UNAVAILABLE:
+        return error.retry_after
+    return None
+
+
+def _blames_resource_version(error: Exception) -> bool:
+    """Whether retrying the same resourceVersion is likely to fail the same way.
+
+    The server refused the request (a 4xx other than throttling and RBAC), or sent what
+    cannot be decoded: both come back on every resume. Outages and 5xx do not count, so
+    that a restarting API server does not cost a relist.
+    """
+    if isinstance(error, msgspec.DecodeError):
+        return True
+    return (
+        isinstance(error, ApiStatusError)
+        and HTTP_BAD_REQUEST <= error.status < HTTP_INTERNAL_SERVER_ERROR
+        and error.status not in {HTTP_FORBIDDEN, HTTP_TOO_MANY_REQUESTS}
+    )
 
 
 def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:

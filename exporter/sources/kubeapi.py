@@ -10,10 +10,16 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import kubernetes
 import urllib3
-from kubernetes.client import ApiClient, Configuration
+import yaml
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
+# Importing the `kubernetes` package takes most of a command's start-up; it is imported only
+# where configuration is loaded, so `serve --snapshot` and the offline commands do without.
 
 
 class ConfigError(Exception):
@@ -23,11 +29,15 @@ class ConfigError(Exception):
 class ApiStatusError(Exception):
     """The API server answered with a non-2xx status."""
 
-    def __init__(self, status: int, reason: str, message: str = "") -> None:
+    def __init__(
+        self, status: int, reason: str, message: str = "", retry_after: float | None = None
+    ) -> None:
         super().__init__(f"HTTP {status} {reason}: {message}".rstrip(": "))
         self.status = status
         self.reason = reason
         self.message = message
+        # Seconds from the Retry-After header (429 and 503 from API Priority and Fairness).
+        self.retry_after = retry_after
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,15 +46,37 @@ class Timeouts:
     read: float = 60.0
 
 
+def _retries() -> urllib3.Retry:
+    """urllib3's own retries: connection failures only.
+
+    By default the pool retries a 429 or 503 with Retry-After itself, sleeping in the
+    informer's thread where stop() cannot cut the wait, and raises MaxRetryError in the end;
+    the informer waits as told instead, interruptibly, and counts it.
+    """
+    return urllib3.Retry(total=3, status=0, respect_retry_after_header=False)
+
+
+# What loading a broken kubeconfig raises: the client's own error, and whatever its YAML
+# parsing and dictionary walking throw on a file of the wrong shape.
+_CONFIG_ERRORS = (OSError, ValueError, TypeError, KeyError, AttributeError, yaml.YAMLError)
+
+
 def api_client(kubeconfig: str | None = None, context: str | None = None) -> ApiClient:
     """In-cluster service account when running in a pod and no kubeconfig is given."""
+    import kubernetes  # noqa: PLC0415
+    from kubernetes.client import ApiClient, Configuration  # noqa: PLC0415
+
+    configuration = Configuration()
+    configuration.retries = _retries()
     try:
         if kubeconfig is None and context is None and "KUBERNETES_SERVICE_HOST" in os.environ:
-            configuration = Configuration()
             kubernetes.config.load_incluster_config(client_configuration=configuration)
-            return ApiClient(configuration)
-        return kubernetes.config.new_client_from_config(config_file=kubeconfig, context=context)
-    except (kubernetes.config.ConfigException, OSError, ValueError, TypeError) as error:
+        else:
+            kubernetes.config.load_kube_config(
+                config_file=kubeconfig, context=context, client_configuration=configuration
+            )
+        return ApiClient(configuration)
+    except (kubernetes.config.ConfigException, *_CONFIG_ERRORS) as error:
         where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         detail = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise ConfigError(f"cannot load cluster configuration from {where}: {detail}") from None
@@ -55,6 +87,8 @@ SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/names
 
 def default_namespace(kubeconfig: str | None = None, context: str | None = None) -> str:
     """The namespace kubectl would use without -n: the context's, or the pod's own in-cluster."""
+    import kubernetes  # noqa: PLC0415
+
     if kubeconfig is None and context is None and "KUBERNETES_SERVICE_HOST" in os.environ:
         try:
             return Path(SERVICE_ACCOUNT_NAMESPACE).read_text().strip() or "default"
@@ -62,7 +96,7 @@ def default_namespace(kubeconfig: str | None = None, context: str | None = None)
             return "default"
     try:
         contexts, active = kubernetes.config.list_kube_config_contexts(config_file=kubeconfig)
-    except (kubernetes.config.ConfigException, OSError, ValueError, TypeError):
+    except (kubernetes.config.ConfigException, *_CONFIG_ERRORS):
         return "default"  # the same file fails to load next, with a clear message
     chosen = next((c for c in contexts if c.get("name") == context), None) if context else active
     namespace = ((chosen or {}).get("context") or {}).get("namespace")
@@ -92,7 +126,9 @@ class KubeTransport:
         if not 200 <= response.status <= 299:
             body = response.data or b""
             response.release_conn()
-            raise status_error(response.status, response.reason or "", body)
+            error = status_error(response.status, response.reason or "", body)
+            error.retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+            raise error
         return response
 
     def close(self) -> None:
@@ -112,3 +148,16 @@ def status_error(status: int, reason: str, body: bytes) -> ApiStatusError:
     except (msgspec.DecodeError, msgspec.ValidationError):
         return ApiStatusError(status, reason, body[:200].decode("utf-8", "replace"))
     return ApiStatusError(status, decoded.reason or reason, decoded.message)
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """The delay of a Retry-After header given in seconds, as the API server sends it.
+
+    None when absent or not a number of seconds (an HTTP date is not used by the API server).
+    """
+    if value is None:
+        return None
+    value = value.strip()
+    if not value.isascii() or not value.isdigit() or len(value) > 9:
+        return None
+    return float(value)

@@ -80,6 +80,7 @@ def index_page(view: StatusView, query: Query, links: Links, context: PageContex
         links=links,
         context=context,
         cluster=view.cluster,
+        zone_loss=view.zone_loss,
         tallies=TALLIES,
         counts=view.counts,
         watches=context.watches,

@@ -7,6 +7,7 @@ state; a request only filters, slices and renders one page of them.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -16,7 +17,8 @@ from operator import attrgetter
 from types import MappingProxyType
 from urllib.parse import parse_qs, urlencode
 
-from exporter.engine import Evaluation, ExpectedState, Mechanism, ServiceVerdict
+from exporter.engine import Evaluation, ExpectedState, Mechanism, Routing, ServiceVerdict
+from exporter.engine.whatif import NO_FORECAST, EntryForecast
 from exporter.evaluator import ExporterState, ServiceResult
 from exporter.web.facts import ClusterFacts, cluster_facts, has_overloaded_zone, share
 from exporter.web.links import Links
@@ -43,6 +45,8 @@ class ServiceRow:
     severity: Severity
     # Problems first, then namespace, name and address type.
     order: tuple[int, str, str, str]
+    # The endpoint margin and zone loss of the live exporter (what-if, behaviour §11).
+    forecast: EntryForecast = NO_FORECAST
 
     @property
     def search_text(self) -> str:
@@ -67,6 +71,22 @@ class ServiceRow:
         return self.verdict.service.name
 
 
+def routing_problems(verdict: ServiceVerdict) -> list[str]:
+    """Hints the controller keeps that a data plane still does not use (behaviour §10)."""
+    problems = []
+    views = [view for view in verdict.routing.values() if view.applies]
+    if any(Routing.NO_ENDPOINTS in counts for view in views for counts in view.nodes.values()):
+        problems.append("fails closed")
+    expected = (
+        verdict.mechanism is not Mechanism.NONE
+        and verdict.expected_state is ExpectedState.ENABLED
+        and verdict.hint_completeness == 1
+    )
+    if expected and any(view.local_ratio == 0 for view in views):
+        problems.append("traffic leaves its zone")
+    return problems
+
+
 def problems_of(verdict: ServiceVerdict) -> tuple[tuple[str, ...], Severity]:
     broken = []
     if verdict.expected_state is ExpectedState.DISABLED:
@@ -74,6 +94,7 @@ def problems_of(verdict: ServiceVerdict) -> tuple[tuple[str, ...], Severity]:
     completeness = verdict.hint_completeness
     if completeness is not None and 0 < completeness < 1:
         broken.append("partial hints")
+    broken += routing_problems(verdict)
     if verdict.drift:
         broken.append("drift")
     warnings = []
@@ -92,11 +113,11 @@ def problems_of(verdict: ServiceVerdict) -> tuple[tuple[str, ...], Severity]:
     return (*broken, *warnings), severity
 
 
-def service_row(verdict: ServiceVerdict) -> ServiceRow:
+def service_row(verdict: ServiceVerdict, forecast: EntryForecast = NO_FORECAST) -> ServiceRow:
     problems, severity = problems_of(verdict)
     service = verdict.service
     order = (int(severity), service.namespace, service.name, verdict.address_type)
-    return ServiceRow(verdict, problems, severity, order)
+    return ServiceRow(verdict, problems, severity, order, forecast)
 
 
 # Columns
@@ -150,6 +171,32 @@ def _completeness_cell(row: ServiceRow) -> Cell:
     return Cell(share(completeness), tone, f"{row.verdict.ready_endpoints:,} ready")
 
 
+def _routing_cell(row: ServiceRow) -> Cell:
+    """Per data plane, the share of Ready nodes whose traffic stays local."""
+    views = [(plane, view) for plane, view in row.verdict.routing.items() if view.applies]
+    if not views:
+        return Cell("-")
+    texts, ratios = [], []
+    for plane, view in views:
+        ratio = view.local_ratio or 0.0
+        ratios.append(ratio)
+        texts.append(f"{share(ratio)} local" + (f" ({plane})" if len(views) > 1 else ""))
+    tone = Tone.GOOD if min(ratios) == 1 else Tone.BAD if min(ratios) == 0 else Tone.WARN
+    if row.verdict.mechanism is Mechanism.NONE and min(ratios) == 0:
+        tone = Tone.NONE  # nothing was asked for: cluster-wide is what it should be
+    return Cell(", ".join(texts), tone)
+
+
+def _margin_cell(row: ServiceRow) -> Cell:
+    """How many endpoints may go or come before the controller removes every hint."""
+    margin = row.forecast.margin
+    if margin is None:
+        return Cell("-")
+    up = "any" if math.isinf(margin.up) else f"+{int(margin.up)}"
+    tone = Tone.WARN if margin.down == 0 or margin.up == 0 else Tone.NONE
+    return Cell(f"-{margin.down} / {up}", tone, "endpoints down / up")
+
+
 def _problems_cell(row: ServiceRow) -> Cell:
     if not row.problems:
         return Cell("none")
@@ -164,6 +211,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("Verdict", _verdict_cell),
     Column("Problems", _problems_cell),
     Column("Hint completeness", _completeness_cell, numeric=True),
+    Column("Routing", _routing_cell),
+    Column("Margin", _margin_cell, numeric=True),
 )
 
 
@@ -195,7 +244,15 @@ class Tally:
         return (self.any_choice, *self.choices) if self.any_choice else self.choices
 
 
-PROBLEMS = ("hints disabled", "partial hints", "drift", "config issue", "overloaded zone")
+PROBLEMS = (
+    "hints disabled",
+    "partial hints",
+    "fails closed",
+    "traffic leaves its zone",
+    "drift",
+    "config issue",
+    "overloaded zone",
+)
 
 TALLIES: tuple[Tally, ...] = (
     Tally(
@@ -236,6 +293,8 @@ class StatusView:
     counts: Mapping[str, Mapping[str, int]]
     # The rows of each Service result, for the next state to reuse.
     rows_of: Mapping[ServiceKey, tuple[ServiceResult, tuple[ServiceRow, ...]]]
+    # Zone -> Services whose hints losing it would take away (what-if, behaviour §11).
+    zone_loss: Mapping[str, int] = field(default_factory=dict)
 
 
 def status_view(state: ExporterState, previous: StatusView | None = None) -> StatusView:
@@ -251,7 +310,11 @@ def status_view(state: ExporterState, previous: StatusView | None = None) -> Sta
         if known is not None and known[0] is result:
             rows_of[key] = known
         else:
-            rows_of[key] = (result, tuple(service_row(verdict) for verdict in result.verdicts))
+            forecasts = result.forecasts or (NO_FORECAST,) * len(result.verdicts)
+            rows_of[key] = (
+                result,
+                tuple(service_row(v, f) for v, f in zip(result.verdicts, forecasts, strict=True)),
+            )
     # A result's verdicts are sorted by address type: sorted keys give the evaluation order.
     verdicts = tuple(
         verdict for key in sorted(state.services) for verdict in state.services[key].verdicts
@@ -269,7 +332,16 @@ def status_view(state: ExporterState, previous: StatusView | None = None) -> Sta
         namespaces=tuple(sorted({key[0] for key in state.services})),
         counts=_counts(rows),
         rows_of=MappingProxyType(rows_of),
+        zone_loss=_zone_loss(state, rows),
     )
+
+
+def _zone_loss(state: ExporterState, rows: list[ServiceRow]) -> Mapping[str, int]:
+    losing: dict[str, set[tuple[str, str]]] = {v.zone: set() for v in state.zone_loss_views}
+    for row in rows:
+        for zone in row.forecast.zones_losing_hints:
+            losing.setdefault(zone, set()).add((row.namespace, row.name))
+    return {zone: len(services) for zone, services in sorted(losing.items())}
 
 
 def _counts(rows: list[ServiceRow]) -> Mapping[str, Mapping[str, int]]:

@@ -1,4 +1,4 @@
-"""SPEC section 3: the controller's checks, allocation and the nearest feasible endpoint counts."""
+"""behaviour §3: the controller's checks, allocation and the nearest feasible endpoint counts."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def test_checks_run_in_order(
         assert dict(result.allocations) == {}
 
 
-# SPEC section 3: 3 equal zones, minimum = ceil(N/3 / 1.2) per zone; refused when 3*minimum > N.
+# behaviour §3: 3 equal zones, minimum = ceil(N/3 / 1.2) per zone; refused when 3*minimum > N.
 # N=1,2: fewer endpoints than zones. N=4,5: min 2 (sum 6). N=8: min 3 (sum 9). N=11: min 4 (12).
 THREE_ZONE_TABLE = {
     1: TOO_FEW,
@@ -74,7 +74,7 @@ THREE_ZONE_TABLE = {
     ("endpoints", "reason"), [pytest.param(n, r, id=f"N={n}") for n, r in THREE_ZONE_TABLE.items()]
 )
 def test_three_equal_zones_table(endpoints: int, reason: DisableReason | None) -> None:
-    """Feasibility with 3 equal zones is not monotonic in N (SPEC section 3's table)."""
+    """Feasibility with 3 equal zones is not monotonic in N (behaviour §3's table)."""
     assert allocate(THREE_EQUAL, endpoints, every_endpoint_has_zone=True).reason is reason
 
 
@@ -104,7 +104,7 @@ def test_float64_boundary_refuses_where_exact_would_enable(
 
 
 def test_float64_boundary_minimums_for_0_4_and_0_6() -> None:
-    """Ratios 0.4 / 0.6 with N = 3 give minimums 2 and 2 (SPEC section 3's example)."""
+    """Ratios 0.4 / 0.6 with N = 3 give minimums 2 and 2 (behaviour §3's example)."""
     cap = capacity({"a": "400m", "b": "600m"})
     assert dict(cap.zone_ratios) == {"a": 0.4, "b": 0.6}
     assert zone_minimum(cap.zone_ratios["a"], 3) == 2

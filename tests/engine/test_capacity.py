@@ -1,4 +1,4 @@
-"""SPEC section 2: the controller's node view (exclusions, problems, exact CPU sums, ratios)."""
+"""behaviour §2: the controller's node view (exclusions, problems, exact CPU sums, ratios)."""
 
 from __future__ import annotations
 

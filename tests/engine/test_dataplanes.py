@@ -1,4 +1,4 @@
-"""SPEC section 10: each data plane's rule, branch by branch, over hand-built slices.
+"""behaviour §10: each data plane's rule, branch by branch, over hand-built slices.
 
 Clients: a-1 and a-2 in zone a, b-1 in zone b, n-1 without a zone label. An expected
 routing is one letter per client in that order: N same-node, Z same-zone, C cluster,

@@ -1,4 +1,4 @@
-"""SPEC section 6: hint completeness, zone load factor and drift."""
+"""behaviour §6: hint completeness, zone load factor and drift."""
 
 from __future__ import annotations
 
@@ -199,12 +199,12 @@ DRIFT_TABLE = [
 def test_drift_kinds(
     nodes: list[Node], svc: Service, slices: list[EndpointSlice], drift: set[DriftKind]
 ) -> None:
-    """Each drift kind holds exactly when SPEC section 9's definition says."""
+    """Each drift kind holds exactly when behaviour §9's definition says."""
     assert verdict(nodes, svc, slices).drift == drift
 
 
 def test_drift_kind_values_are_the_contract_values() -> None:
-    """The drift kinds are the three label values of SPEC section 9."""
+    """The drift kinds are the three label values of behaviour §9."""
     assert {kind.value for kind in DriftKind} == {
         "hints-missing",
         "unexpected-hints",

@@ -1,4 +1,4 @@
-"""SPEC section 5: the mode kube-proxy picks per Service on each node."""
+"""behaviour §5: the mode kube-proxy picks per Service on each node."""
 
 from __future__ import annotations
 

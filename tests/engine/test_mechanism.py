@@ -1,4 +1,4 @@
-"""SPEC section 1 (mechanism) and the config issues of section 6 / the conformance README."""
+"""behaviour §1 (mechanism) and the config issues of section 6 / the conformance README."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ MECHANISM_TABLE = [
 def test_mechanism_table(
     deprecated: str | None, mode: str | None, traffic_distribution: str | None, expected: Mechanism
 ) -> None:
-    """The mechanism follows SPEC section 1: deprecated key decides alone, Auto/auto only."""
+    """The mechanism follows behaviour §1: deprecated key decides alone, Auto/auto only."""
     svc = service(deprecated=deprecated, mode=mode, traffic_distribution=traffic_distribution)
     assert mechanism_of(svc) is expected
 
@@ -162,5 +162,5 @@ def test_config_issue_ids_are_the_contract_ids() -> None:
 
 
 def test_mechanism_values_are_the_contract_values() -> None:
-    """The mechanism names are the three of SPEC section 8."""
+    """The mechanism names are the three of behaviour §8."""
     assert {mechanism.value for mechanism in Mechanism} == {"auto", "traffic-distribution", "none"}

@@ -1,4 +1,4 @@
-"""SPEC section 4: `traffic-distribution` Services are always enabled, with no overload guard."""
+"""behaviour §4: `traffic-distribution` Services are always enabled, with no overload guard."""
 
 from __future__ import annotations
 

@@ -92,7 +92,9 @@ def test_gone_resource_version_relists_and_drops_objects_deleted_meanwhile(
     """410 Gone after a gap: a full relist, and objects deleted during the gap leave no series."""
     kube_api.load(_cluster())
     with start_exporter() as exporter:
-        eventually(exporter, lambda r: r.labelled("topology_hints_service_info", service="gone"))
+        eventually(
+            exporter, lambda r: bool(r.labelled("topology_hints_service_info", service="gone"))
+        )
         kube_api.down()
         kube_api.delete("Service", "shop", "gone")
         kube_api.delete("EndpointSlice", "shop", "gone-1")

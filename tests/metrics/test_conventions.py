@@ -1,4 +1,4 @@
-"""SPEC section 9 conventions, checked on real scrapes of an exporter serving a snapshot."""
+"""behaviour §9 conventions, checked on real scrapes of an exporter serving a snapshot."""
 
 from __future__ import annotations
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import gzip
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+from prometheus_client.openmetrics.exposition import generate_latest as _generate_openmetrics
 
 from exporter.evaluator import Evaluator
 from exporter.metrics.collector import (
@@ -24,6 +26,9 @@ from tests.conftest import EXAMPLES_DIR
 from tests.k8s_objects import as_list, endpoint_slice, service, three_zone_nodes, zone_endpoints
 from tests.metrics.conftest import ServeSnapshot
 from tests.scrape import base_url, parse
+
+# prometheus_client leaves its OpenMetrics generator unannotated.
+generate_openmetrics = cast("Callable[[CollectorRegistry], bytes]", _generate_openmetrics)
 
 EXAMPLES = sorted(EXAMPLES_DIR.glob("*.json"))
 

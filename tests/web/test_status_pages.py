@@ -317,3 +317,39 @@ def test_every_page_of_every_example_renders(example: Path) -> None:
     if not state.capacity.sufficient:
         assert b"insufficient" in index[2]
         assert b"kubectl label node" in index[2] or b"label worker nodes" in index[2]
+
+
+def test_routing_and_margin_columns_tell_what_the_verdict_does_not() -> None:
+    """An endpoint without a ready condition: enabled and 100% hinted, yet 0% local; the row
+    sorts with the problems and the routing filter finds it. The demo's cart shows its
+    margin (one endpoint fewer or two more turn hints off)."""
+    vector = PROJECT_ROOT / "tests" / "conformance"
+    snapshot = load_snapshot(
+        str(vector / "upstream-addhints-2-ready-1-unready-1-unknown-after.snapshot.json")
+    )
+    view = status_view(evaluated(snapshot))
+    [row] = view.rows
+    assert row.verdict.expected_state == "enabled"
+    assert "traffic leaves its zone" in row.problems
+    assert row.severity is Severity.BROKEN
+    _, _, html = get(pages(evaluated(snapshot)), "/?problem=traffic+leaves+its+zone")
+    assert b"0.0% local" in html or b"0% local" in html
+    assert row_names(html) == [row.verdict.service.name]
+
+    cart = next(r for r in status_view(evaluated(load_snapshot(str(DEMO)))).rows
+                if r.verdict.service.name == "cart")  # fmt: skip
+    assert cart.forecast.margin is not None
+    assert (cart.forecast.margin.down, cart.forecast.margin.up) == (0, 1)
+    _, _, page = get(pages(evaluated(load_snapshot(str(DEMO)))), "/?q=cart")
+    assert b"-0 / +1" in page
+
+
+def test_zone_loss_card_names_each_zone() -> None:
+    """Two zones: losing either leaves one zone, which turns the Service's hints off."""
+    vector = (
+        PROJECT_ROOT / "tests" / "conformance" / "float-boundary-ratio-0.4-0.6-n9.snapshot.json"
+    )
+    state = evaluated(load_snapshot(str(vector)))
+    assert dict(status_view(state).zone_loss) == {"zone-a": 1, "zone-b": 1}
+    _, _, html = get(pages(state), "/")
+    assert b"If a zone is lost" in html

@@ -1,0 +1,41 @@
+"""The vocabulary shared by the sources, the store and the metrics: resources, watch events.
+
+Defined once here: the metrics' `resource`, `type` and `cause` label values are these and
+nothing else, so a value that comes from the API server cannot create a new series.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal, get_args
+
+
+class Resource(StrEnum):
+    """A watched resource, by its plural name as in the API's URLs and the `resource` label."""
+
+    NODES = "nodes"
+    SERVICES = "services"
+    ENDPOINT_SLICES = "endpointslices"
+    EVENTS = "events"
+
+
+WatchEventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]
+WATCH_EVENT_TYPES: tuple[WatchEventType, ...] = get_args(WatchEventType)
+# The `type` label of an event type outside the known set: an unknown type from the API
+# server is counted, but cannot add a series.
+EventTypeLabel = WatchEventType | Literal["other"]
+EVENT_TYPE_LABELS: tuple[EventTypeLabel, ...] = (*WATCH_EVENT_TYPES, "other")
+
+# Why a watch was opened again: the server ended it; its resourceVersion expired (410); a
+# request failed; RBAC forbids it (403); the server asked the client to slow down (429 or
+# 503 with Retry-After).
+RestartCause = Literal["closed", "expired", "error", "forbidden", "throttled"]
+RESTART_CAUSES: tuple[RestartCause, ...] = get_args(RestartCause)
+
+
+def event_type_label(event_type: str) -> EventTypeLabel:
+    """The `type` label value of a watch event type as received."""
+    for known in WATCH_EVENT_TYPES:
+        if event_type == known:
+            return known
+    return "other"

@@ -1,0 +1,56 @@
+"""The live exporter's per-entry forecasts agree with the what-if scenarios they shortcut."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from exporter.engine.capacity import cluster_capacity
+from exporter.engine.evaluate import ready_nodes
+from exporter.engine.whatif import (
+    Change,
+    Cluster,
+    Feasibility,
+    LoseZone,
+    cluster_outcome,
+    endpoint_margin,
+    service_forecasts,
+    what_if,
+    zone_loss_views,
+)
+from exporter.snapshot import load_snapshot
+from tests.conftest import CONFORMANCE_DIR, EXAMPLES_DIR
+
+SNAPSHOTS = [
+    *sorted(CONFORMANCE_DIR.glob("*.snapshot.json")),
+    *sorted(EXAMPLES_DIR.glob("*.json")),
+]
+
+
+@pytest.mark.parametrize("path", SNAPSHOTS, ids=lambda path: path.name.split(".")[0])
+def test_forecasts_match_lose_zone_and_margins(path: Path) -> None:
+    """Per entry: the zones whose loss the forecast names are exactly those whose
+    `what-if --lose-zone` change is loses-hints, and the margin is endpoint_margin's."""
+    snapshot = load_snapshot(str(path))
+    cluster = Cluster(snapshot.nodes, snapshot.services, snapshot.endpoint_slices)
+    capacity = cluster_capacity(cluster.nodes)
+    nodes = ready_nodes(cluster.nodes)
+    views = zone_loss_views(cluster.nodes)
+    feasibility = Feasibility(capacity)
+    before = cluster_outcome(cluster)
+    forecasts = {}
+    for key, outcomes in before.by_service.items():
+        verdicts = [outcome.verdict for outcome in outcomes]
+        own = [s for outcome in outcomes for s in outcome.slices]
+        for verdict, forecast in zip(
+            verdicts, service_forecasts(verdicts, own, nodes, feasibility, views), strict=True
+        ):
+            forecasts[verdict.key] = forecast
+            assert forecast.margin == endpoint_margin(verdict, Feasibility(capacity)), key
+    expected: dict[tuple[str, str, str], set[str]] = {key: set() for key in forecasts}
+    for view in views:
+        for change in what_if(cluster, [LoseZone(view.zone)]).changes:
+            if change.change is Change.LOSES_HINTS:
+                expected[change.key].add(view.zone)
+    assert {key: set(f.zones_losing_hints) for key, f in forecasts.items()} == expected

@@ -1,0 +1,130 @@
+"""Fault injection for the test API server: failures, throttling, 403s and stalls per resource.
+
+Public interface (thread-safe): `fail(resource, status, times)`, `throttle(resource,
+retry_after, status, times)`, `forbid(resource)`, `stall(resource, seconds)`, `clear()`;
+the HTTP handler calls `check(resource, verb, namespace)` before it serves a request, and
+the server calls `interrupt()` when it goes down (a stalled request ends at once).
+"""
+
+from __future__ import annotations
+
+import http
+import threading
+from dataclasses import dataclass
+
+from tests.kubeapi.status import REASONS, ApiError
+from tests.kubeapi.store import Resource, resource
+
+SERVICE_ACCOUNT = "system:serviceaccount:monitoring:topology-hints-exporter"
+
+
+@dataclass(frozen=True)
+class _Failure:
+    status: int
+    remaining: int | None  # None: until clear()
+    retry_after: int | None = None  # seconds, sent as the Retry-After header
+
+
+class Faults:
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._failures: dict[str, _Failure] = {}
+        self._forbidden: set[str] = set()
+        self._stalls: dict[str, float] = {}
+        self._generation = 0  # bumped by interrupt(): ends stalls
+        self._throttled = 0
+
+    def fail(self, kind: str, status: int = 500, times: int | None = 1) -> None:
+        """The next `times` requests for a resource get `status` (None: until clear())."""
+        with self._cond:
+            self._failures[resource(kind).name] = _Failure(status, times)
+
+    def throttle(
+        self, kind: str, retry_after: int = 1, status: int = 429, times: int | None = 1
+    ) -> None:
+        """The next `times` requests get `status` (429 or 503) with `Retry-After: retry_after`.
+
+        As API Priority and Fairness answers a client it sheds: the body is a Status whose
+        details carry retryAfterSeconds too.
+        """
+        with self._cond:
+            self._failures[resource(kind).name] = _Failure(status, times, retry_after)
+
+    def forbid(self, kind: str) -> None:
+        """Requests for a resource get 403 Forbidden until clear()."""
+        with self._cond:
+            self._forbidden.add(resource(kind).name)
+
+    def stall(self, kind: str, seconds: float) -> None:
+        """Delay every response for a resource by `seconds` until clear() (0: no delay)."""
+        with self._cond:
+            self._stalls[resource(kind).name] = seconds
+
+    def clear(self) -> None:
+        with self._cond:
+            self._failures.clear()
+            self._forbidden.clear()
+            self._stalls.clear()
+
+    def interrupt(self) -> None:
+        """End every stall now (the server is going down)."""
+        with self._cond:
+            self._generation += 1
+            self._cond.notify_all()
+
+    @property
+    def throttled(self) -> int:
+        """How many requests were answered with a Retry-After so far."""
+        with self._cond:
+            return self._throttled
+
+    def check(self, served: Resource, verb: str, namespace: str | None) -> None:
+        """Stall, then raise the ApiError injected for this request, if any."""
+        with self._cond:
+            delay = self._stalls.get(served.name, 0.0)
+            generation = self._generation
+            if delay > 0:
+                self._cond.wait_for(lambda: self._generation != generation, delay)
+            if served.name in self._forbidden:
+                raise _forbidden(served, verb, namespace)
+            failure = self._failures.get(served.name)
+            if failure is None:
+                return
+            if failure.remaining is not None:
+                if failure.remaining <= 1:
+                    del self._failures[served.name]
+                else:
+                    self._failures[served.name] = _Failure(
+                        failure.status, failure.remaining - 1, failure.retry_after
+                    )
+            if failure.retry_after is not None:
+                self._throttled += 1
+        raise _injected(failure)
+
+
+def _forbidden(served: Resource, verb: str, namespace: str | None) -> ApiError:
+    scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+    return ApiError(
+        403,
+        "Forbidden",
+        f'{served.name} is forbidden: User "{SERVICE_ACCOUNT}" cannot {verb} '
+        f'resource "{served.name}" in API group "{served.group}" {scope}',
+        {"group": served.group, "kind": served.name},
+    )
+
+
+def _injected(failure: _Failure) -> ApiError:
+    try:
+        phrase = http.HTTPStatus(failure.status).phrase
+    except ValueError:
+        phrase = "Error"
+    reason = REASONS.get(failure.status, "InternalError")
+    if failure.retry_after is None:
+        return ApiError(failure.status, reason, f"injected: {phrase}")
+    return ApiError(
+        failure.status,
+        reason,
+        "Too many requests, please try again later.",
+        {"retryAfterSeconds": failure.retry_after},
+        {"Retry-After": str(failure.retry_after)},
+    )

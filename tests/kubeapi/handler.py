@@ -1,0 +1,322 @@
+"""The HTTP side of the test API server: routing, discovery, Status answers, watch streams.
+
+`Handler` serves one connection for a `Backend` (the FakeKubeAPI), using only its public
+interface: `store` (an ObjectStore), `faults` (Faults), `record_request`, `record_error`,
+`connection_opened`, `connection_closed`, `authorized`, `host`, `port`, `bookmark_interval`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, ClassVar, Protocol
+from urllib.parse import parse_qs, urlsplit
+
+import orjson
+
+from tests.kubeapi.faults import Faults
+from tests.kubeapi.status import ApiError, int_param, status_body
+from tests.kubeapi.store import (
+    API_VERSIONS,
+    RESOURCES,
+    ObjectStore,
+    Resource,
+    WatchStream,
+    batches,
+    is_bookmark_line,
+    is_error_line,
+)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request the server received, for assertions (query values: the last one given)."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    resource: str | None
+    headers: dict[str, str] = field(repr=False)
+    # time.monotonic() when the request arrived (to measure how long a client waited).
+    received: float = field(default_factory=time.monotonic, compare=False)
+
+    @property
+    def watch(self) -> bool:
+        return self.query.get("watch", "").lower() in {"1", "true"}
+
+
+class Backend(Protocol):
+    store: ObjectStore
+    faults: Faults
+    host: str
+    bookmark_interval: float
+
+    @property
+    def port(self) -> int: ...
+    def authorized(self, authorization: str | None) -> bool: ...
+    def record_request(self, request: Request) -> None: ...
+    def record_error(self, error: Exception) -> None: ...
+    def connection_opened(self, connection: socket.socket) -> None: ...
+    def connection_closed(self, connection: socket.socket) -> None: ...
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], backend: Backend) -> None:
+        super().__init__(address, Handler)
+        self.backend = backend
+
+    def handle_error(self, request: Any, client_address: Any) -> None:  # noqa: ARG002 - stdlib API
+        # Clients hang up mid-response all the time (watches stopped, drop_watches, down()).
+        return
+
+
+# --- discovery -------------------------------------------------------------------------------
+
+
+def _group_list() -> dict[str, Any]:
+    groups = []
+    for api_version in API_VERSIONS:
+        if "/" not in api_version:
+            continue
+        group, _, version = api_version.partition("/")
+        entry = {"groupVersion": api_version, "version": version}
+        groups.append({"name": group, "versions": [entry], "preferredVersion": entry})
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+
+def _resource_list(group_version: str) -> dict[str, Any]:
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": group_version,
+        "resources": [
+            {
+                "name": r.name,
+                "singularName": r.kind.lower(),
+                "namespaced": r.namespaced,
+                "kind": r.kind,
+                "verbs": ["get", "list", "watch"],
+                "shortNames": list(r.short_names),
+            }
+            for r in RESOURCES.values()
+            if r.api_version == group_version
+        ],
+    }
+
+
+def _static_documents() -> dict[str, Callable[[Backend], dict[str, Any]]]:
+    documents: dict[str, Callable[[Backend], dict[str, Any]]] = {
+        "/version": lambda _api: {
+            "major": "1",
+            "minor": "33",
+            "gitVersion": "v1.33.0-fake",
+            "platform": "linux/amd64",
+        },
+        "/api": lambda api: {
+            "kind": "APIVersions",
+            "versions": ["v1"],
+            "serverAddressByClientCIDRs": [
+                {"clientCIDR": "0.0.0.0/0", "serverAddress": f"{api.host}:{api.port}"}
+            ],
+        },
+        "/apis": lambda _api: _group_list(),
+    }
+    for api_version in API_VERSIONS:
+        path = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+        documents[path] = _discovery_of(api_version)
+    return documents
+
+
+def _discovery_of(group_version: str) -> Callable[[Backend], dict[str, Any]]:
+    return lambda _api: _resource_list(group_version)
+
+
+def route(path: str) -> tuple[Resource, str | None, str | None] | None:
+    """(resource, namespace, name) for a resource path, None for anything else."""
+    parts = [p for p in path.split("/") if p]
+    if parts[:2] == ["api", "v1"]:
+        rest, api_version = parts[2:], "v1"
+    elif len(parts) >= 3 and parts[0] == "apis":
+        rest, api_version = parts[3:], f"{parts[1]}/{parts[2]}"
+    else:
+        return None
+    namespace = None
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        namespace, rest = rest[1], rest[2:]
+    if not 1 <= len(rest) <= 2:
+        return None
+    served = RESOURCES.get(rest[0])
+    if served is None or served.api_version != api_version:
+        return None
+    if namespace is not None and not served.namespaced:
+        return None
+    name = rest[1] if len(rest) == 2 else None
+    if name is not None and served.namespaced and namespace is None:
+        return None
+    return served, namespace, name
+
+
+# --- the handler -----------------------------------------------------------------------------
+
+
+class Handler(BaseHTTPRequestHandler):
+    # Go's net/http, and so the real API server, disables Nagle: without this, a watch event
+    # written right after another waits for the client's delayed ACK (40 ms).
+    disable_nagle_algorithm = True
+    protocol_version = "HTTP/1.1"
+    server_version = "fake-kube-apiserver"
+    server: Server
+    _STATIC: ClassVar[dict[str, Callable[[Backend], dict[str, Any]]]] = _static_documents()
+
+    @property
+    def backend(self) -> Backend:
+        return self.server.backend
+
+    def setup(self) -> None:
+        super().setup()
+        self.backend.connection_opened(self.connection)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        except OSError:
+            pass
+        finally:
+            self.backend.connection_closed(self.connection)
+
+    def log_message(self, *_args: Any) -> None:
+        return
+
+    def do_GET(self) -> None:
+        split = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
+        path = split.path.rstrip("/") or "/"
+        found = route(path)
+        backend = self.backend
+        backend.record_request(
+            Request(
+                "GET",
+                path,
+                query,
+                found[0].name if found else None,
+                {k.lower(): v for k, v in self.headers.items()},
+            )
+        )
+        try:
+            self._check_authorization()
+            if found is None:
+                self._send(200, orjson.dumps(self._static(path)))
+                return
+            served, namespace, name = found
+            watch = query.get("watch", "").lower() in {"1", "true"}
+            verb = "get" if name else "watch" if watch else "list"
+            backend.faults.check(served, verb, namespace)
+            if name is not None:
+                self._send(200, backend.store.get_json(served, namespace, name))
+            elif watch:
+                self._watch(served, namespace, query)
+            else:
+                self._send(200, backend.store.list_json(served, namespace, query))
+        except ApiError as err:
+            self._send(err.code, orjson.dumps(err.body()), err.headers)
+        except OSError:
+            self.close_connection = True
+        except Exception as exc:  # noqa: BLE001 - a server bug must answer, not hang the client
+            backend.record_error(exc)
+            body = status_body(500, "InternalError", f"fake API server bug: {exc!r}")
+            with contextlib.suppress(OSError):
+                self._send(500, orjson.dumps(body))
+            self.close_connection = True
+
+    def _check_authorization(self) -> None:
+        if not self.backend.authorized(self.headers.get("Authorization")):
+            raise ApiError(401, "Unauthorized", "Unauthorized")
+
+    def _static(self, path: str) -> dict[str, Any]:
+        static = self._STATIC.get(path)
+        if static is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return static(self.backend)
+
+    def _other(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        self.backend.record_request(
+            Request(
+                self.command,
+                urlsplit(self.path).path,
+                {},
+                None,
+                {k.lower(): v for k, v in self.headers.items()},
+            )
+        )
+        body = status_body(
+            405, "MethodNotAllowed", f"{self.command} is not supported by this server"
+        )
+        self._send(405, orjson.dumps(body))
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = _other  # noqa: N815 - http.server dispatch names
+
+    def _send(self, code: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-cache, private")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _chunk(self, data: bytes) -> None:
+        if data:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def _watch(self, served: Resource, namespace: str | None, query: dict[str, str]) -> None:
+        timeout = int_param(query, "timeoutSeconds", 0)
+        stream = self.backend.store.open_watch(served, namespace, query, self.connection)
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Cache-Control", "no-cache, private")
+            self.end_headers()
+            for batch in batches(stream.first_lines):
+                self._chunk(batch)
+            self.wfile.flush()
+            stream.started()
+            if not stream.expired and not self._stream(stream, timeout):
+                self.close_connection = True
+                return
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            self.close_connection = True
+        finally:
+            stream.close()
+
+    def _stream(self, stream: WatchStream, timeout: int) -> bool:
+        """Send events until the timeout (True: end normally) or a drop (False: abort)."""
+        interval = self.backend.bookmark_interval
+        now = time.monotonic()
+        deadline = now + timeout if timeout > 0 else None
+        next_bookmark = now + interval if stream.bookmarks else None
+        while True:
+            lines = stream.next_lines(deadline, next_bookmark)
+            if lines is None:
+                return False
+            if lines and is_error_line(lines[-1]):
+                self._chunk(lines[-1])
+                return True
+            if next_bookmark is not None and lines and is_bookmark_line(lines[-1]):
+                next_bookmark = time.monotonic() + interval
+            for batch in batches(lines):
+                self._chunk(batch)
+            if deadline is not None and time.monotonic() >= deadline:
+                return True

@@ -1,0 +1,235 @@
+"""The informers against a misbehaving API server: throttling, wedged resumes, odd events.
+
+Each test drives the real `kubernetes` client of an in-process exporter through the test API
+server (tests/kubeapi), which injects the fault.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import exporter_command
+from tests.e2e.prometheus import free_port
+from tests.k8s_objects import endpoint_slice, service, three_zone_nodes, zone_endpoints
+from tests.kubeapi import FakeKubeAPI, Request
+from tests.live.conftest import FAST, StartExporter, eventually
+from tests.scrape import Scrape, http_get, wait_until
+
+
+def _cluster() -> list[dict[str, object]]:
+    return [
+        *three_zone_nodes(),
+        service("shop", "web", topology_mode="Auto"),
+        endpoint_slice("shop", "web-1", "web", zone_endpoints(9)),
+    ]
+
+
+def _restarts(result: Scrape, resource: str, cause: str) -> float:
+    return result.value("topology_hints_watch_restarts_total", resource=resource, cause=cause) or 0
+
+
+def _exported(result: Scrape, name: str) -> bool:
+    return bool(result.labelled("topology_hints_service_info", namespace="shop", service=name))
+
+
+def _add_late_service(api: FakeKubeAPI) -> None:
+    """A Service (with its slice: exported Services have endpoints) added while watched."""
+    api.apply(endpoint_slice("shop", "late-1", "late", zone_endpoints(3, prefix="10.0.9")))
+    api.apply(service("shop", "late", topology_mode="Auto"))
+
+
+def _service_requests(api: FakeKubeAPI) -> list[Request]:
+    return [request for request in api.requests if request.resource == "services"]
+
+
+def _lists(requests: list[Request]) -> list[Request]:
+    return [request for request in requests if not request.watch]
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_retry_after_is_waited_as_told(
+    kube_api: FakeKubeAPI, start_exporter: StartExporter, status: int
+) -> None:
+    """A 429/503 with Retry-After: 2 is retried after 2 s, not after the 0.3 s backoff."""
+    kube_api.load(_cluster())
+    kube_api.throttle("services", retry_after=2, status=status, times=1)
+    with start_exporter() as exporter:
+        result = eventually(exporter, lambda r: _restarts(r, "services", "throttled") == 1)
+        assert _restarts(result, "services", "error") == 0
+    first, second = _lists(_service_requests(kube_api))[:2]
+    waited = second.received - first.received
+    assert 2.0 <= waited < 2.0 + FAST.backoff_max + 1.0, waited
+    assert kube_api.throttled == 1
+
+
+def test_repeated_throttling_backs_off_and_recovers(
+    kube_api: FakeKubeAPI, start_exporter: StartExporter
+) -> None:
+    """Three 429s in a row on a watch: each counted as throttled, each waited, then healthy."""
+    kube_api.load(_cluster())
+    with start_exporter() as exporter:
+        kube_api.wait_for_watches("endpointslices")
+        kube_api.throttle("endpointslices", retry_after=1, times=3)
+        kube_api.drop_watches("endpointslices")
+        kube_api.apply(endpoint_slice("shop", "web-1", "web", zone_endpoints(6)))
+        result = eventually(
+            exporter,
+            lambda r: (
+                r.value("topology_hints_service_ready_endpoints", namespace="shop", service="web",
+                        address_type="IPv4") == 6
+            ),
+        )  # fmt: skip
+        assert _restarts(result, "endpointslices", "throttled") == 3
+    watches = [
+        request
+        for request in kube_api.requests
+        if request.resource == "endpointslices" and request.watch
+    ]
+    gaps = [later.received - earlier.received for earlier, later in itertools.pairwise(watches[1:])]
+    assert all(gap >= 1.0 for gap in gaps[:3]), gaps
+
+
+def test_malformed_bookmark_version_relists_instead_of_wedging(
+    kube_api: FakeKubeAPI, start_exporter: StartExporter
+) -> None:
+    """A bookmark with resourceVersion "abc": resumes get 400; after three, a relist heals it."""
+    kube_api.load(_cluster())
+    # Only the injected bookmark, so that counting BOOKMARK events tells when it arrived.
+    kube_api.bookmark_interval = 3600
+    with start_exporter() as exporter:
+        kube_api.wait_for_watches("services")
+        bookmark = {"kind": "Service", "apiVersion": "v1", "metadata": {"resourceVersion": "abc"}}
+        kube_api.inject_event("services", "BOOKMARK", bookmark)
+        eventually(
+            exporter,
+            lambda r: (
+                (
+                    r.value(
+                        "topology_hints_watch_events_total", resource="services", type="BOOKMARK"
+                    )
+                    or 0
+                )
+                >= 1
+            ),
+        )
+        kube_api.drop_watches("services")
+        _add_late_service(kube_api)
+        result = eventually(exporter, lambda r: _exported(r, "late"))
+        assert _restarts(result, "services", "error") >= FAST.resume_attempts
+    resumes = [r for r in _service_requests(kube_api) if r.query.get("resourceVersion") == "abc"]
+    assert len(resumes) == FAST.resume_attempts
+    assert len(_lists(_service_requests(kube_api))) == 2
+
+
+def test_undecodable_event_replayed_on_every_resume_relists(
+    kube_api: FakeKubeAPI, start_exporter: StartExporter
+) -> None:
+    """A DELETED event whose object cannot be decoded comes back on each resume: relist."""
+    kube_api.load(_cluster())
+    with start_exporter() as exporter:
+        kube_api.wait_for_watches("services")
+        kube_api.inject_event("services", "DELETED", b'{"metadata": 17}')
+        _add_late_service(kube_api)
+        result = eventually(exporter, lambda r: _exported(r, "late"))
+        assert _restarts(result, "services", "error") >= FAST.resume_attempts
+        assert _exported(result, "web")
+    assert len(_lists(_service_requests(kube_api))) == 2
+
+
+def test_objects_of_another_kind_are_counted_invalid_and_skipped(
+    kube_api: FakeKubeAPI, start_exporter: StartExporter
+) -> None:
+    """A Pod on the Services watch is neither stored as a Service nor deletes one."""
+    kube_api.load(_cluster())
+
+    def pod(name: str) -> dict[str, object]:
+        return {
+            "kind": "Pod",
+            "apiVersion": "v1",
+            "metadata": {"name": name, "namespace": "shop", "resourceVersion": "1"},
+            "spec": {"containers": [{"name": "app", "image": "app:1"}]},
+        }
+
+    with start_exporter() as exporter:
+        kube_api.wait_for_watches("services")
+        kube_api.inject_event("services", "ADDED", pod("intruder"))
+        kube_api.inject_event("services", "DELETED", pod("web"))
+        _add_late_service(kube_api)
+        result = eventually(exporter, lambda r: _exported(r, "late"))
+        assert not _exported(result, "intruder")
+        assert _exported(result, "web")
+        assert result.value("topology_hints_invalid_objects_total", resource="services") == 2
+        assert _restarts(result, "services", "error") == 0
+
+
+def test_unknown_event_types_share_one_series(
+    kube_api: FakeKubeAPI, start_exporter: StartExporter
+) -> None:
+    """300 unknown event types are counted under type="other": no new series."""
+    kube_api.load(_cluster())
+    with start_exporter() as exporter:
+        kube_api.wait_for_watches("services")
+        for index in range(300):
+            kube_api.inject_event("services", f"WEIRD-{index}", {"metadata": {"name": "x"}})
+        result = eventually(
+            exporter,
+            lambda r: (
+                r.value("topology_hints_watch_events_total", resource="services", type="other")
+                == 300
+            ),
+        )
+        types = {
+            dict(labels)["type"]
+            for labels in result.series("topology_hints_watch_events_total")
+            if dict(labels)["resource"] == "services"
+        }
+        assert types == {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR", "other"}
+        assert _restarts(result, "services", "error") == 0
+
+
+@pytest.mark.parametrize("fault", ["throttled", "stalled"])
+def test_sigterm_is_honoured_while_waiting_on_the_api(
+    kube_api: FakeKubeAPI, kubeconfig: Path, fault: str
+) -> None:
+    """SIGTERM during a 10-minute Retry-After, or a response that never comes: exit in 5 s."""
+    kube_api.load(_cluster())
+    if fault == "throttled":
+        kube_api.throttle("services", retry_after=600, times=None)
+    else:
+        kube_api.stall("services", 600)
+    address = f"127.0.0.1:{free_port()}"
+    process = subprocess.Popen(
+        [*exporter_command(), "serve", "--kubeconfig", str(kubeconfig), "--context", "fake",
+         "--listen-address", address, "--log-format", "json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "KUBERNETES_SERVICE_HOST": "", "PYTHONFAULTHANDLER": "1"},
+    )  # fmt: skip
+    try:
+        wait_until(lambda: http_get(f"http://{address}/healthz", timeout=2)[0] == 200, timeout=20)
+        wait_until(lambda: bool(_service_requests(kube_api)), timeout=10)
+        started = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        try:
+            output, _ = process.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            # Still running: its threads' stacks (PYTHONFAULTHANDLER) say where it hangs.
+            process.send_signal(signal.SIGABRT)
+            output, _ = process.communicate(timeout=10)
+            pytest.fail(f"no exit 10 s after SIGTERM:\n{output.decode()}")
+        elapsed = time.monotonic() - started
+        assert process.returncode == 0, output.decode()
+        assert elapsed < 5, output.decode()
+        assert b"Traceback" not in output
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        kube_api.clear_faults()
