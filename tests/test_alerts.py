@@ -160,7 +160,8 @@ def test_generator_reproduces_committed_files(tmp_path: Path) -> None:
 
 def test_alerts_follow_mixin_conventions() -> None:
     """Every alert is CamelCase with the shared prefix, has a severity (critical only for the
-    exporter's own health and refused clients), a summary, a description and a runbook_url into docs/runbooks.md."""
+    exporter's own health and refused clients), a summary, a description and a runbook_url
+    into docs/runbooks.md."""
     rules = alerting_rules()
     assert len({rule["alert"] for rule in rules}) == len(rules), "duplicate alert names"
     for rule in rules:
