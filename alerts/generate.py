@@ -29,6 +29,7 @@ from exporter.metrics.monitoring import (
     SERVICE_IDENTITY,
     Mechanism,
     ProxyMode,
+    Routing,
 )
 
 # --------------------------------------------------------------------------------------------------
@@ -62,6 +63,8 @@ class Config:
             "TopologyHintsFlapping": "0m",  # the flap window already spans time
             "TopologyHintsOnEdge": "1h",  # a standing risk, not a rollout's passing count
             "TopologyHintsConfigIssue": "15m",
+            "TopologyHintsIgnored": "15m",
+            "TopologyHintsFailClosed": "5m",  # clients are refused: page sooner
             "TopologyHintsExporterWatchDown": "5m",
             "TopologyHintsExporterDown": "5m",
         }
@@ -135,6 +138,71 @@ def aggregate(config: Config, operator: str, *names: str) -> str:
     return f"{operator} by {labels(config, *names)}"
 
 
+# One cause, one alert: a (Service, address type) fires only the first of these alerts whose
+# condition holds, so a consequence never pages beside its cause (docs/runbooks.md).
+ENTRY_PRECEDENCE = (
+    "TopologyHintsFailClosed",  # clients refused: an outage, whatever caused it
+    "TopologyHintsDisabled",  # the controller refuses hints; stale ones are its symptom
+    "TopologyHintsIncomplete",  # partial hints: every data plane of section 5's kind ignores them
+    "TopologyHintsDrift",  # the controller does not apply the expected hints
+    "TopologyHintsIgnored",  # hints right, a data plane does not follow them
+    "TopologyHintsZoneFallback",  # one zone lacks a hinted endpoint
+    "TopologyHintsZoneOverloaded",  # hints followed, traffic uneven
+)
+
+
+def entry_conditions(config: Config) -> dict[str, str]:
+    """Each alert of ENTRY_PRECEDENCE's condition, per (Service, address type), unaggregated."""
+    c = config
+    S = labels(c, *SERVICE)  # noqa: N806 - the label list every condition joins on
+    no_endpoints = f'routing="{Routing.NO_ENDPOINTS}"'
+    cluster_mode = f'mode="{ProxyMode.CLUSTER}"'
+    local_modes = f'mode=~"{ProxyMode.PREFER_SAME_ZONE}|{ProxyMode.PREFER_SAME_NODE}"'
+    traffic_distribution = f'mechanism="{Mechanism.TRAFFIC_DISTRIBUTION}"'
+    return {
+        "TopologyHintsFailClosed": (
+            f"{f.SERVICE_ROUTING_NODES.name}{hints_selector(c, no_endpoints)} > 0"
+        ),
+        "TopologyHintsDisabled": (
+            f"{f.SERVICE_DISABLED_REASON.name}{hints_selector(c)} == 1\n"
+            f"  and on {S}\n"
+            f"  {f.SERVICE_EXPECTED_ENABLED.name}{hints_selector(c)} == 0"
+        ),
+        "TopologyHintsIncomplete": f"{f.SERVICE_HINT_COMPLETENESS.name}{hints_selector(c)} > 0 < 1",
+        "TopologyHintsDrift": f"{f.SERVICE_DRIFT.name}{hints_selector(c)} == 1",
+        "TopologyHintsIgnored": (
+            f"{f.SERVICE_LOCAL_ROUTING_RATIO.name}{hints_selector(c)} == 0\n"
+            f"  and on {S}\n"
+            f"  {f.SERVICE_EXPECTED_ENABLED.name}{hints_selector(c)} == 1\n"
+            f"  and on {S}\n"
+            f"  {f.SERVICE_HINT_COMPLETENESS.name}{hints_selector(c)} == 1"
+        ),
+        "TopologyHintsZoneFallback": (
+            f"{f.SERVICE_PROXY_MODE.name}{hints_selector(c, cluster_mode)} == 1\n"
+            f"  and on {S}\n"
+            f"  {f.SERVICE_PROXY_MODE.name}{hints_selector(c, local_modes)} == 1"
+        ),
+        "TopologyHintsZoneOverloaded": (
+            f"{f.ZONE_LOAD_FACTOR.name}{hints_selector(c)} > {c.overload_limit}\n"
+            f"  and on {labels(c, *SERVICE_IDENTITY)}\n"
+            f"  {f.SERVICE_INFO.name}{hints_selector(c, traffic_distribution)}"
+        ),
+    }
+
+
+def entry_alert_expr(config: Config, name: str, *by: str) -> str:
+    """The alert's condition, aggregated by the entry and `by`, unless an earlier one holds."""
+    conditions = entry_conditions(config)
+    earlier = ENTRY_PRECEDENCE[: ENTRY_PRECEDENCE.index(name)]
+    deferrals = "".join(
+        f"\n  unless on {labels(config, *SERVICE)} (\n    "
+        + conditions[other].replace("\n", "\n  ")
+        + "\n  )"
+        for other in earlier
+    )
+    return f"{aggregate(config, 'max', *SERVICE, *by)} (\n  {conditions[name]}{deferrals}\n)\n"
+
+
 def runbook_url(config: Config, alert: str) -> str:
     return f"{config.runbook_base_url}#{alert.lower()}"
 
@@ -192,13 +260,7 @@ def service_rules(config: Config) -> list[dict[str, Any]]:
         alert(
             c,
             "TopologyHintsDisabled",
-            f"""
-{aggregate(c, "max", *SERVICE, "reason")} (
-  {f.SERVICE_DISABLED_REASON.name}{hints_selector(c)} == 1
-  and on {labels(c, *SERVICE)}
-  {f.SERVICE_EXPECTED_ENABLED.name}{hints_selector(c)} == 0
-)
-""",
+            entry_alert_expr(c, "TopologyHintsDisabled", "reason"),
             "warning",
             "Topology-aware hints are disabled for a Service that asks for them.",
             f"Service {SERVICE_TEXT} sets topology-mode Auto, but the EndpointSlice controller "
@@ -208,11 +270,7 @@ def service_rules(config: Config) -> list[dict[str, Any]]:
         alert(
             c,
             "TopologyHintsIncomplete",
-            f"""
-{aggregate(c, "max", *SERVICE)} (
-  {f.SERVICE_HINT_COMPLETENESS.name}{hints_selector(c)} > 0 < 1
-)
-""",
+            entry_alert_expr(c, "TopologyHintsIncomplete"),
             "warning",
             "Some ready endpoints of a Service lack a zone hint, so kube-proxy ignores all hints.",
             "{{ $value | humanizePercentage }} of the ready endpoints of Service "
@@ -222,11 +280,7 @@ def service_rules(config: Config) -> list[dict[str, Any]]:
         alert(
             c,
             "TopologyHintsDrift",
-            f"""
-{aggregate(c, "max", *SERVICE, "kind")} (
-  {f.SERVICE_DRIFT.name}{hints_selector(c)} == 1
-)
-""",
+            entry_alert_expr(c, "TopologyHintsDrift", "kind"),
             "warning",
             "The hints in a Service's EndpointSlices differ from the expected result.",
             f"Service {SERVICE_TEXT} has drift of kind {{{{ $labels.kind }}}} for more than "
@@ -300,20 +354,11 @@ def cluster_rules(config: Config) -> list[dict[str, Any]]:
 
 def kube_proxy_rules(config: Config) -> list[dict[str, Any]]:
     c = config
-    cluster_mode = f'mode="{ProxyMode.CLUSTER}"'
-    local_modes = f'mode=~"{ProxyMode.PREFER_SAME_ZONE}|{ProxyMode.PREFER_SAME_NODE}"'
-    traffic_distribution = f'mechanism="{Mechanism.TRAFFIC_DISTRIBUTION}"'
     return [
         alert(
             c,
             "TopologyHintsZoneFallback",
-            f"""
-{aggregate(c, "max", *SERVICE, "zone")} (
-  {f.SERVICE_PROXY_MODE.name}{hints_selector(c, cluster_mode)} == 1
-  and on {labels(c, *SERVICE)}
-  {f.SERVICE_PROXY_MODE.name}{hints_selector(c, local_modes)} == 1
-)
-""",
+            entry_alert_expr(c, "TopologyHintsZoneFallback", "zone"),
             "warning",
             "In one zone kube-proxy routes a Service across all zones; other zones stay local.",
             "{{ if $labels.zone }}In zone {{ $labels.zone }}{{ else }}On nodes without a zone "
@@ -325,18 +370,43 @@ def kube_proxy_rules(config: Config) -> list[dict[str, Any]]:
         alert(
             c,
             "TopologyHintsZoneOverloaded",
-            f"""
-{aggregate(c, "max", *SERVICE, "zone")} (
-  {f.ZONE_LOAD_FACTOR.name}{hints_selector(c)} > {c.overload_limit}
-  and on {labels(c, *SERVICE_IDENTITY)}
-  {f.SERVICE_INFO.name}{hints_selector(c, traffic_distribution)}
-)
-""",
+            entry_alert_expr(c, "TopologyHintsZoneOverloaded", "zone"),
             "warning",
             "Endpoints of one zone receive more than their fair share of a Service's traffic.",
             f"Service {SERVICE_TEXT} uses trafficDistribution, which has no overload guard: "
             'each endpoint hinted for zone {{ $labels.zone }} gets {{ $value | printf "%.2f" }} '
             "times its fair share of traffic (when traffic follows CPU).",
+        ),
+    ]
+
+
+def routing_rules(config: Config) -> list[dict[str, Any]]:
+    """SPEC section 10: what the data planes really do with the hints."""
+    c = config
+    return [
+        alert(
+            c,
+            "TopologyHintsIgnored",
+            entry_alert_expr(c, "TopologyHintsIgnored", "dataplane"),
+            "warning",
+            "A data plane ignores a Service's topology hints: its traffic leaves the zone "
+            "on every node.",
+            f"The EndpointSlice controller hints every ready endpoint of Service {SERVICE_TEXT}, "
+            "yet {{ $labels.dataplane }} routes no client to a local endpoint. "
+            "Run `topology-hints-exporter explain` on the Service for the cause (an endpoint "
+            "without a ready condition, a data plane that does not read hints).",
+        ),
+        alert(
+            c,
+            "TopologyHintsFailClosed",
+            entry_alert_expr(c, "TopologyHintsFailClosed", "dataplane", "zone"),
+            "critical",
+            "A data plane gives some clients of a Service no endpoint although ready ones exist.",
+            "{{ $value }} Ready node(s) {{ if $labels.zone }}in zone {{ $labels.zone }}"
+            "{{ else }}without a zone label{{ end }} get no endpoint of Service "
+            f"{SERVICE_TEXT} from {{{{ $labels.dataplane }}}}: no ready endpoint is hinted for "
+            "their zone and this data plane fails closed (connections refused or HTTP 503) "
+            "instead of falling back to every zone.",
         ),
     ]
 
@@ -394,6 +464,7 @@ def groups(config: Config) -> list[dict[str, Any]]:
         {"name": "topology-hints-services", "rules": service_rules(config)},
         {"name": "topology-hints-cluster", "rules": cluster_rules(config)},
         {"name": "topology-hints-kube-proxy", "rules": kube_proxy_rules(config)},
+        {"name": "topology-hints-routing", "rules": routing_rules(config)},
         {"name": "topology-hints-configuration", "rules": configuration_rules(config)},
         {"name": "topology-hints-exporter", "rules": exporter_rules(config)},
     ]

@@ -252,6 +252,28 @@ def _needs_attention_row(dash: dashboard_builders.Dashboard) -> None:
     )
 
 
+def _routing_row(dash: dashboard_builders.Dashboard) -> None:
+    """The Effective routing row: does each Service's traffic stay local, per data plane."""
+    dash.with_row(row("Effective routing"))
+    dash.with_panel(
+        grid(
+            "Local routing ratio",
+            "Per Service, address type and data plane (--dataplane): the share of Ready nodes "
+            "whose traffic to the Service stays local (same node, same zone, or "
+            "internalTrafficPolicy Local). 0 means it leaves its zone on every node, whatever "
+            "the controller's verdict says. Click a row to drill down.",
+            "percentunit",
+            Query(
+                "max by (namespace, service, address_type, dataplane) "
+                f"({sel(f.SERVICE_LOCAL_ROUTING_RATIO.name, CLUSTER, NAMESPACES)})"
+            ),
+            value_column="local routing ratio",
+            width=24,
+            link_to_service=True,
+        )
+    )
+
+
 def _what_if_row(dash: dashboard_builders.Dashboard) -> None:
     """The What if row: what a lost zone or one pod more or less would do to the hints."""
     entry = "namespace, service, address_type"
@@ -455,6 +477,7 @@ def overview() -> dashboard_builders.Dashboard:
     _cluster_row(dash)
     _services_row(dash)
     _needs_attention_row(dash)
+    _routing_row(dash)
     _what_if_row(dash)
     _exporter_row(dash)
     return dash

@@ -239,6 +239,33 @@ def _zones_row(dash: dashboard_builders.Dashboard) -> None:
     )
 
 
+def _routing_row(dash: dashboard_builders.Dashboard) -> None:
+    """The Effective routing row: what each data plane gives the clients of each zone."""
+    dash.with_row(row("Effective routing"))
+    dash.with_panel(
+        grid(
+            "Routing per zone",
+            "Ready nodes of each zone by the routing each data plane gives their clients: "
+            "same-node, same-zone, local (stay local); cluster, mixed (leave the zone); "
+            "no-endpoints (clients refused: the data plane fails closed).",
+            "short",
+            Query(per("address_type, dataplane, zone, routing", f.SERVICE_ROUTING_NODES.name)),
+            value_column="nodes",
+            width=16,
+        )
+    )
+    dash.with_panel(
+        grid(
+            "Local routing ratio",
+            "Share of Ready nodes whose traffic to the Service stays local, per data plane.",
+            "percentunit",
+            Query(per("address_type, dataplane", f.SERVICE_LOCAL_ROUTING_RATIO.name)),
+            value_column="local routing ratio",
+            width=8,
+        )
+    )
+
+
 def _changes_row(dash: dashboard_builders.Dashboard) -> None:
     """The Changes row and its panels."""
     dash.with_row(row("Changes"))
@@ -301,5 +328,6 @@ def service() -> dashboard_builders.Dashboard:
 
     _state_row(dash)
     _zones_row(dash)
+    _routing_row(dash)
     _changes_row(dash)
     return dash

@@ -117,7 +117,8 @@ def _add_dataplane_argument(parser: argparse.ArgumentParser | argparse._Argument
         action="append",
         metavar="ID[,ID]",
         help="data planes whose routing to compute (behaviour §10; default kube-proxy): "
-        + ", ".join(DataPlane),
+        + ", ".join(DataPlane)
+        + "; serve also takes auto (detect from kube-system, docs/dataplanes.md)",
     )
 
 
@@ -378,8 +379,21 @@ def _serve_options(args: argparse.Namespace) -> ServeOptions:
         total_shards=args.total_shards,
         log_level=args.log_level,
         log_format=args.log_format,
-        dataplanes=parse_dataplanes(args.dataplane),
+        dataplanes=parse_dataplanes(_without_auto(args.dataplane)),
+        detect_dataplanes=AUTO_DATAPLANE in _dataplane_ids(args.dataplane),
     )
+
+
+# `serve --dataplane auto`: detect the data planes at start (the other ids are the fallback).
+AUTO_DATAPLANE = "auto"
+
+
+def _dataplane_ids(values: Sequence[str] | None) -> list[str]:
+    return [value for group in values or () for value in group.split(",") if value]
+
+
+def _without_auto(values: Sequence[str] | None) -> list[str]:
+    return [value for value in _dataplane_ids(values) if value != AUTO_DATAPLANE]
 
 
 def _run_serve(args: argparse.Namespace) -> int:

@@ -35,8 +35,9 @@ from exporter.resources import EventTypeLabel, Resource, RestartCause
 from exporter.server import BasicAuth, MetricsServer, default_routes, make_app
 from exporter.snapshot import DEFAULT_MAX_INPUT_BYTES, load_snapshot
 from exporter.sources.cluster import ENDPOINT_SLICES, EVENTS, NODES, SERVICES, sinks
+from exporter.sources.dataplanes import FLAG, detect_dataplanes
 from exporter.sources.informer import Informer, InformerSettings
-from exporter.sources.kubeapi import KubeTransport, api_client
+from exporter.sources.kubeapi import ConfigError, KubeTransport, api_client
 from exporter.store import ClusterStore
 from exporter.web.app import StatusPages
 from exporter.web.render import WatchHealth
@@ -77,6 +78,8 @@ class ServeOptions:
     informer: InformerSettings = field(default_factory=InformerSettings)
     # behaviour §10: the data planes whose routing the live state carries.
     dataplanes: tuple[DataPlane, ...] = DEFAULT_DATAPLANES
+    # --dataplane auto: detect them from kube-system at start, `dataplanes` the fallback.
+    detect_dataplanes: bool = False
 
 
 def shard_of(namespace: str, name: str, total_shards: int) -> int:
@@ -109,12 +112,28 @@ def service_filter(options: ServeOptions) -> Callable[[str, str], bool]:
     return accepts
 
 
+def _dataplanes(options: ServeOptions) -> tuple[tuple[DataPlane, ...], str]:
+    """The data planes to evaluate and where they came from (flag, or detected at start)."""
+    if not options.detect_dataplanes or options.snapshot is not None:
+        return options.dataplanes, FLAG
+    try:
+        transport = KubeTransport(api_client(options.kubeconfig, options.context))
+    except ConfigError:
+        # start() reports the broken configuration itself, in its one line.
+        return options.dataplanes, FLAG
+    try:
+        return detect_dataplanes(transport, options.informer.timeouts, options.dataplanes)
+    finally:
+        transport.close()
+
+
 class Exporter:
     """The running exporter; `start()` returns once the HTTP server listens."""
 
     def __init__(self, options: ServeOptions) -> None:
         self.options = options
         self.store = ClusterStore(accepts_service=service_filter(options))
+        dataplanes, source = _dataplanes(options)
         # _created series double every counter's cardinality and no alert or dashboard uses
         # them (kube-state-metrics does not expose them either).
         disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -126,9 +145,10 @@ class Exporter:
             total_shards=options.total_shards,
             # A snapshot has no watches: no watch_up series rather than a false "down".
             resources=() if options.snapshot is not None else RESOURCES,
+            dataplanes=((str(dataplane), source) for dataplane in dataplanes),
         )
         self.evaluator = Evaluator(
-            self.store, observe=self.metrics.evaluation, dataplanes=options.dataplanes
+            self.store, observe=self.metrics.evaluation, dataplanes=dataplanes
         )
         self._stop = threading.Event()
         self._ready = threading.Event()

@@ -25,6 +25,8 @@ RUNBOOKS = PROJECT_ROOT / "docs" / "runbooks.md"
 
 ALERT_PREFIX = "TopologyHints"
 EXPORTER_ALERTS = {"TopologyHintsExporterDown", "TopologyHintsExporterWatchDown"}
+# Critical: the exporter's own health, and clients refused by their data plane (an outage).
+CRITICAL_ALERTS = {*EXPORTER_ALERTS, "TopologyHintsFailClosed"}
 RUNBOOK_BASE_URL = (
     "https://github.com/topology-hints-exporter/topology-hints-exporter/blob/main/docs/runbooks.md"
 )
@@ -158,7 +160,8 @@ def test_generator_reproduces_committed_files(tmp_path: Path) -> None:
 
 def test_alerts_follow_mixin_conventions() -> None:
     """Every alert is CamelCase with the shared prefix, has a severity (critical only for the
-    exporter's own health), a summary, a description and a runbook_url into docs/runbooks.md."""
+    exporter's own health and refused clients), a summary, a description and a runbook_url
+    into docs/runbooks.md."""
     rules = alerting_rules()
     assert len({rule["alert"] for rule in rules}) == len(rules), "duplicate alert names"
     for rule in rules:
@@ -166,7 +169,7 @@ def test_alerts_follow_mixin_conventions() -> None:
         assert re.fullmatch(rf"{ALERT_PREFIX}(?:[A-Z][a-z]+)+", name), name
         severity = rule["labels"]["severity"]
         assert severity in {"warning", "info", "critical"}, name
-        assert (severity == "critical") == (name in EXPORTER_ALERTS), name
+        assert (severity == "critical") == (name in CRITICAL_ALERTS), name
         annotations = rule["annotations"]
         assert annotations["summary"].strip(), name
         assert annotations["description"].strip(), name

@@ -31,6 +31,7 @@ NOT_ON_DASHBOARDS = {
     f.READY.name: "the readiness probe (/readyz) and the scrape's `up` already show it",
     f.SHARD_ORDINAL.name: "a deployment setting, not a state to watch",
     f.TOTAL_SHARDS.name: "a deployment setting, not a state to watch",
+    f.DATAPLANE_INFO.name: "a deployment setting; the routing panels name each data plane",
 }
 # Labels Prometheus adds or that PromQL itself uses, on top of the exporter's.
 EXTRA_LABELS = {"cluster", "le"}

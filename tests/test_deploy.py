@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -580,3 +581,55 @@ def test_dockerfile_copies_sources_that_reach_the_build_context() -> None:
         for path in package_files:
             relative = path.relative_to(PROJECT_ROOT).as_posix()
             assert not dockerignored(relative, patterns), relative
+
+
+DETECTION_COMPONENT = "deploy/components/dataplane-detection"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_dataplane_detection_component_gets_four_named_objects_only(
+    target: str, tmp_path: Path
+) -> None:
+    """Added to any install, the component turns on --dataplane=auto and grants `get` on the
+    kube-proxy, cilium and calico-node DaemonSets and cilium-config in kube-system: no list,
+    no watch, no other object."""
+    root = Path(os.path.relpath(PROJECT_ROOT, tmp_path))
+    (tmp_path / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "resources": [str(root / target)],
+                "components": [str(root / DETECTION_COMPONENT)],
+            }
+        )
+    )
+    docs = _render_cached(require_binary("kubectl"), str(tmp_path))
+    role = only(docs, "Role")
+    binding = only(docs, "RoleBinding")
+    assert role["metadata"]["namespace"] == binding["metadata"]["namespace"] == "kube-system"
+    grants = {
+        (group, resource, name, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for name in rule["resourceNames"]
+        for verb in rule["verbs"]
+    }
+    assert grants == {
+        ("apps", "daemonsets", "kube-proxy", "get"),
+        ("apps", "daemonsets", "cilium", "get"),
+        ("apps", "daemonsets", "calico-node", "get"),
+        ("", "configmaps", "cilium-config", "get"),
+    }
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    account = only(docs, "ServiceAccount")
+    assert binding["subjects"] == [
+        {
+            "kind": "ServiceAccount",
+            "name": account["metadata"]["name"],
+            "namespace": account["metadata"]["namespace"],
+        }
+    ]
+    (container,) = workload(docs)["spec"]["template"]["spec"]["containers"]
+    assert "--dataplane=auto" in container["args"]
+    # Without the component: no Role, and the exporter keeps the flag's data plane.
+    assert not objects_of(render(target), "Role")

@@ -521,6 +521,51 @@ SERVICE_PROXY_NODES = _declare(
     labels=("mode",),
 )
 
+# -- effective routing per data plane (SPEC section 10) ---------------------------------------
+
+
+def _routing_nodes(entry: ServiceEntry) -> Iterator[Sample]:
+    for dataplane, view in entry.verdict.routing.items():
+        for zone, counts in sorted(view.nodes.items()):
+            for routing, count in sorted(counts.items()):
+                yield (str(dataplane), zone, str(routing)), float(count)
+
+
+def _local_routing_ratio(entry: ServiceEntry) -> Iterator[Sample]:
+    for dataplane, view in entry.verdict.routing.items():
+        if view.local_ratio is not None:
+            yield (str(dataplane),), view.local_ratio
+
+
+SERVICE_ROUTING_NODES = _declare(
+    "service_routing_nodes",
+    GAUGE,
+    Scope.SERVICE_ENTRY,
+    "Ready nodes of the zone whose clients the data plane routes this way (same-node, "
+    "same-zone, cluster, local, mixed, no-endpoints); one series per routing present.",
+    each_entry(_routing_nodes),
+    labels=("dataplane", "zone", "routing"),
+)
+SERVICE_LOCAL_ROUTING_RATIO = _declare(
+    "service_local_routing_ratio",
+    GAUGE,
+    Scope.SERVICE_ENTRY,
+    "Share of Ready nodes whose traffic to the Service stays local (same-node, same-zone "
+    "or local) under the data plane; 0 means it leaves its zone everywhere (absent when "
+    "no routing applies).",
+    each_entry(_local_routing_ratio),
+    labels=("dataplane",),
+)
+# Set by instruments.py at start: the data planes evaluated and how each was chosen.
+DATAPLANE_INFO = _declare(
+    "dataplane_info",
+    GAUGE,
+    Scope.EXPORTER,
+    "1 per data plane whose routing is evaluated; source is flag (--dataplane) or "
+    "detected (--dataplane auto).",
+    labels=("dataplane", "source"),
+)
+
 # -- over the exported Services --------------------------------------------------------------
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -11,6 +11,7 @@ from prometheus_client.registry import Collector
 from exporter.evaluator import ExporterState
 from exporter.metrics.families import (
     BUILD_INFO,
+    DATAPLANE_INFO,
     EVALUATION_DURATION_SECONDS,
     INVALID_OBJECTS_TOTAL,
     LAST_EVALUATION_TIMESTAMP_SECONDS,
@@ -48,9 +49,16 @@ class ExporterMetrics:
         shard: int = 0,
         total_shards: int = 1,
         resources: tuple[Resource, ...] = RESOURCES,
+        dataplanes: Iterable[tuple[str, str]] = (),
     ) -> None:
         build = Gauge(BUILD_INFO.name, BUILD_INFO.help, BUILD_INFO.labels, registry=registry)
         build.labels(version).set(1)
+        # (data plane, source): fixed for the process's life, chosen before the first watch.
+        dataplane_info = Gauge(
+            DATAPLANE_INFO.name, DATAPLANE_INFO.help, DATAPLANE_INFO.labels, registry=registry
+        )
+        for dataplane, source in dataplanes:
+            dataplane_info.labels(dataplane, source).set(1)
         Gauge(SHARD_ORDINAL.name, SHARD_ORDINAL.help, registry=registry).set(shard)
         Gauge(TOTAL_SHARDS.name, TOTAL_SHARDS.help, registry=registry).set(total_shards)
         self._up = Gauge(WATCH_UP.name, WATCH_UP.help, WATCH_UP.labels, registry=registry)

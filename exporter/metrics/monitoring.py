@@ -8,7 +8,7 @@ generated rule and panel, and a name that no longer exists fails the generators 
 
 from __future__ import annotations
 
-from exporter.engine import OVERLOAD_LIMIT, Mechanism, ProxyMode
+from exporter.engine import OVERLOAD_LIMIT, Mechanism, ProxyMode, Routing
 from exporter.metrics.families import Scope
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "SERVICE_IDENTITY",
     "Mechanism",
     "ProxyMode",
+    "Routing",
 ]
 
 # The Prometheus job the exporter is scraped under (deploy/ and README.md use this name).
