@@ -207,6 +207,19 @@ def runbook_url(config: Config, alert: str) -> str:
     return f"{config.runbook_base_url}#{alert.lower()}"
 
 
+def explain_url(config: Config) -> str:
+    """The Service's page on the exporter's status page, as dashboard_url links a dashboard.
+
+    The exporter publishes where users reach it (serve --external-url) in status_page_info;
+    without it the annotation is empty rather than a broken link.
+    """
+    page = f"{f.STATUS_PAGE_INFO.name}{hints_selector(config)}"
+    return (
+        f'{{{{ with query `{page}` }}}}{{{{ . | first | label "url" }}}}'
+        "/services/{{ $labels.namespace }}/{{ $labels.service }}{{ end }}"
+    )
+
+
 def alert(
     config: Config,
     name: str,
@@ -226,6 +239,13 @@ def alert(
         "runbook_url": runbook_url(config, name),
     }
     return rule
+
+
+def linked_to_services(config: Config, rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rules whose alerts name a Service, each with a link to the Service's status page."""
+    for rule in rules:
+        rule["annotations"]["explain_url"] = explain_url(config)
+    return rules
 
 
 # --------------------------------------------------------------------------------------------------
@@ -461,11 +481,23 @@ def exporter_rules(config: Config) -> list[dict[str, Any]]:
 
 def groups(config: Config) -> list[dict[str, Any]]:
     return [
-        {"name": "topology-hints-services", "rules": service_rules(config)},
+        {
+            "name": "topology-hints-services",
+            "rules": linked_to_services(config, service_rules(config)),
+        },
         {"name": "topology-hints-cluster", "rules": cluster_rules(config)},
-        {"name": "topology-hints-kube-proxy", "rules": kube_proxy_rules(config)},
-        {"name": "topology-hints-routing", "rules": routing_rules(config)},
-        {"name": "topology-hints-configuration", "rules": configuration_rules(config)},
+        {
+            "name": "topology-hints-kube-proxy",
+            "rules": linked_to_services(config, kube_proxy_rules(config)),
+        },
+        {
+            "name": "topology-hints-routing",
+            "rules": linked_to_services(config, routing_rules(config)),
+        },
+        {
+            "name": "topology-hints-configuration",
+            "rules": linked_to_services(config, configuration_rules(config)),
+        },
         {"name": "topology-hints-exporter", "rules": exporter_rules(config)},
     ]
 

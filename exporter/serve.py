@@ -146,6 +146,7 @@ class Exporter:
             # A snapshot has no watches: no watch_up series rather than a false "down".
             resources=() if options.snapshot is not None else RESOURCES,
             dataplanes=((str(dataplane), source) for dataplane in dataplanes),
+            external_url=options.external_url,
         )
         self.evaluator = Evaluator(
             self.store, observe=self.metrics.evaluation, dataplanes=dataplanes

@@ -116,6 +116,33 @@ def test_promtool_unit_tests_pass() -> None:
     assert result.stdout.count("SUCCESS") == len(UNIT_TESTS), result.stdout
 
 
+# Alerts about one Service carry a link to its status page; cluster and exporter alerts not.
+SERVICE_ALERTS = {
+    "TopologyHintsConfigIssue",
+    "TopologyHintsDisabled",
+    "TopologyHintsDrift",
+    "TopologyHintsFailClosed",
+    "TopologyHintsFlapping",
+    "TopologyHintsIgnored",
+    "TopologyHintsIncomplete",
+    "TopologyHintsOnEdge",
+    "TopologyHintsZoneFallback",
+    "TopologyHintsZoneOverloaded",
+}
+
+
+def test_service_alerts_link_the_services_status_page() -> None:
+    """explain_url reads the exporter's status_page_info, on Service alerts only."""
+    for rule in alerting_rules():
+        annotations = rule["annotations"]
+        assert ("explain_url" in annotations) == (rule["alert"] in SERVICE_ALERTS), rule["alert"]
+        if "explain_url" in annotations:
+            assert "topology_hints_status_page_info" in annotations["explain_url"]
+            assert annotations["explain_url"].endswith(
+                "/services/{{ $labels.namespace }}/{{ $labels.service }}{{ end }}"
+            )
+
+
 def test_every_alert_has_firing_and_quiet_unit_tests() -> None:
     """Each alert has a promtool case where it fires (with labels and annotations) and one where
     it does not."""
@@ -131,14 +158,17 @@ def test_every_alert_has_firing_and_quiet_unit_tests() -> None:
                     quiet.add(check["alertname"])
                     continue
                 firing.add(check["alertname"])
+                linked = check["alertname"] in SERVICE_ALERTS
                 for alert in expected:
                     assert set(alert["exp_annotations"]) == {
                         "summary",
                         "description",
                         "runbook_url",
+                        *(("explain_url",) if linked else ()),
                     }, (path, check["alertname"])
                     assert "severity" in alert["exp_labels"], (path, check["alertname"])
     names = {rule["alert"] for rule in alerting_rules()}
+    assert names > SERVICE_ALERTS
     assert names - firing == set(), "alerts without a firing case"
     assert names - quiet == set(), "alerts without a non-firing case"
 

@@ -32,6 +32,7 @@ NOT_ON_DASHBOARDS = {
     f.SHARD_ORDINAL.name: "a deployment setting, not a state to watch",
     f.TOTAL_SHARDS.name: "a deployment setting, not a state to watch",
     f.DATAPLANE_INFO.name: "a deployment setting; the routing panels name each data plane",
+    f.STATUS_PAGE_INFO.name: "where the status page is: the alerts' explain_url reads it",
 }
 # Labels Prometheus adds or that PromQL itself uses, on top of the exporter's.
 EXTRA_LABELS = {"cluster", "le"}

@@ -668,6 +668,14 @@ BUILD_INFO = _declare(
     "1, labelled with the exporter's version.",
     labels=("version",),
 )
+STATUS_PAGE_INFO = _declare(
+    "status_page_info",
+    GAUGE,
+    Scope.EXPORTER,
+    "1, labelled with the URL users reach the status page at (serve --external-url); alerts "
+    "link each Service's page from it. Absent without --external-url.",
+    labels=("url",),
+)
 WATCH_UP = _declare(
     "watch_up",
     GAUGE,

@@ -18,6 +18,7 @@ from exporter.metrics.families import (
     OBJECTS,
     READY,
     SHARD_ORDINAL,
+    STATUS_PAGE_INFO,
     TOTAL_SHARDS,
     WATCH_EVENTS_TOTAL,
     WATCH_RESTARTS_TOTAL,
@@ -50,9 +51,16 @@ class ExporterMetrics:
         total_shards: int = 1,
         resources: tuple[Resource, ...] = RESOURCES,
         dataplanes: Iterable[tuple[str, str]] = (),
+        external_url: str | None = None,
     ) -> None:
         build = Gauge(BUILD_INFO.name, BUILD_INFO.help, BUILD_INFO.labels, registry=registry)
         build.labels(version).set(1)
+        if external_url is not None:
+            page = Gauge(
+                STATUS_PAGE_INFO.name, STATUS_PAGE_INFO.help, STATUS_PAGE_INFO.labels,
+                registry=registry,
+            )  # fmt: skip
+            page.labels(external_url.rstrip("/")).set(1)
         # (data plane, source): fixed for the process's life, chosen before the first watch.
         dataplane_info = Gauge(
             DATAPLANE_INFO.name, DATAPLANE_INFO.help, DATAPLANE_INFO.labels, registry=registry

@@ -42,3 +42,8 @@ def test_pages_follow_the_cluster_and_show_watch_health(
         assert "8 ready endpoints in 3 zones" in page
         evaluation = json.loads(_get(url + "/api/v1/evaluation"))
         assert [s["expected_state"] for s in evaluation["services"]] == ["disabled"]
+        # Where the pages are, for the alerts' explain_url annotations.
+        metrics = _get(url + "/metrics")
+        assert (
+            'topology_hints_status_page_info{url="https://ops.example.com/topology"} 1.0' in metrics
+        )
