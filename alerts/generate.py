@@ -190,17 +190,25 @@ def entry_conditions(config: Config) -> dict[str, str]:
     }
 
 
-def entry_alert_expr(config: Config, name: str, *by: str) -> str:
-    """The alert's condition, aggregated by the entry and `by`, unless an earlier one holds."""
+def deferrals(config: Config, names: tuple[str, ...]) -> str:
+    """`unless` clauses that hold an alert back while any of these alerts' conditions hold."""
     conditions = entry_conditions(config)
-    earlier = ENTRY_PRECEDENCE[: ENTRY_PRECEDENCE.index(name)]
-    deferrals = "".join(
+    return "".join(
         f"\n  unless on {labels(config, *SERVICE)} (\n    "
         + conditions[other].replace("\n", "\n  ")
         + "\n  )"
-        for other in earlier
+        for other in names
     )
-    return f"{aggregate(config, 'max', *SERVICE, *by)} (\n  {conditions[name]}{deferrals}\n)\n"
+
+
+def entry_alert_expr(config: Config, name: str, *by: str) -> str:
+    """The alert's condition, aggregated by the entry and `by`, unless an earlier one holds."""
+    earlier = ENTRY_PRECEDENCE[: ENTRY_PRECEDENCE.index(name)]
+    condition = entry_conditions(config)[name]
+    return (
+        f"{aggregate(config, 'max', *SERVICE, *by)} (\n  {condition}"
+        f"{deferrals(config, earlier)}\n)\n"
+    )
 
 
 def runbook_url(config: Config, alert: str) -> str:
@@ -323,7 +331,8 @@ def service_rules(config: Config) -> list[dict[str, Any]]:
             f"enable hints: {nearest}.",
         ),
         # A margin exists only for an `auto` Service whose hints are enabled, so this never
-        # overlaps TopologyHintsDisabled; a Service that already flips is TopologyHintsFlapping's.
+        # overlaps TopologyHintsDisabled; a Service that already flips is TopologyHintsFlapping's,
+        # and one with any other failing cause is that alert's: this is only a warning ahead.
         alert(
             c,
             "TopologyHintsOnEdge",
@@ -332,7 +341,7 @@ def service_rules(config: Config) -> list[dict[str, Any]]:
   {f.SERVICE_ENDPOINT_MARGIN.name}{hints_selector(c)} == 0
   unless on {labels(c, *SERVICE)}
   increase({f.SERVICE_STATE_CHANGES_TOTAL.name}{hints_selector(c)}[{c.flap_window}])
-    >= {c.flap_threshold}
+    >= {c.flap_threshold}{deferrals(c, ENTRY_PRECEDENCE)}
 )
 """,
             "info",
