@@ -13,6 +13,7 @@ import pytest
 from tests.conftest import CONFORMANCE_DIR, EXAMPLES_DIR, exporter_command
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
+SERVICE_NAME = "kubernetes.io/service-name"
 # Clusters of every shape the scenarios must handle: equal and uneven CPU, a node without a
 # zone label, dual-stack Services, trafficDistribution, stale hints.
 CLUSTERS = [
@@ -148,18 +149,49 @@ def test_scale_of_the_demo_cart(count: int, change: str | None, status: int) -> 
         assert cart["after"]["nearest_feasible_endpoints"] == {"below": 7, "above": 9}
 
 
-def test_scale_matches_a_snapshot_changed_by_hand(tmp_path: Path) -> None:
-    """Scaling down removes from the fullest zone: the same as deleting those endpoints."""
+def scale_by_hand(
+    items: list[dict[str, Any]], service: str, remove: dict[str, int], add: list[str]
+) -> list[dict[str, Any]]:
+    """The Service's slice with `remove[zone]` of its last endpoints in each zone deleted and
+    one ready endpoint added per zone in `add`, edited in the raw JSON."""
+    changed = copy.deepcopy(items)
+    for item in changed:
+        labels = item.get("metadata", {}).get("labels") or {}
+        if item.get("kind") != "EndpointSlice" or labels.get(SERVICE_NAME) != service:
+            continue
+        endpoints = item["endpoints"]
+        for zone, count in remove.items():
+            for _ in range(count):
+                last = max(i for i, e in enumerate(endpoints) if e.get("zone") == zone)
+                del endpoints[last]
+        for index, zone in enumerate(add):
+            endpoints.append(
+                {"addresses": [f"10.250.0.{index}"], "conditions": {"ready": True}, "zone": zone}
+            )
+    return changed
+
+
+@pytest.mark.parametrize(
+    ("target", "remove", "add"),
+    [
+        # 3/3/3: the fullest zone loses first, ties to the name that sorts first.
+        ("shop/cart=7", {"eu-west-1a": 1, "eu-west-1b": 1}, []),
+        # 3/3/2: eu-west-1a then eu-west-1b.
+        ("payments/ledger=6", {"eu-west-1a": 1, "eu-west-1b": 1}, []),
+        # 3/3/2: one more goes to the emptiest zone.
+        ("payments/ledger=9", {}, ["eu-west-1c"]),
+    ],
+)
+def test_scale_matches_a_snapshot_changed_by_hand(
+    target: str, remove: dict[str, int], add: list[str], tmp_path: Path
+) -> None:
+    """Scaling the demo's auto Services equals evaluating the same edit made by hand."""
     cluster = EXAMPLES_DIR / "demo-cluster.json"
-    completed = run(
-        "what-if", "--snapshot", str(cluster), "--scale", "shop/cart=7", "--all", "-o", "json"
-    )
-    assert completed.returncode == 0, completed.stderr
-    document = json.loads(completed.stdout)
-    cart = next(s for s in document["services"] if s["name"] == "cart")
-    assert cart["after"]["ready_endpoints"] == 7
-    assert cart["after"]["expected_state"] == "enabled"
-    assert cart["change"] == "unchanged"
+    completed = run("what-if", "--snapshot", str(cluster), "--scale", target, "--all", "-o", "json")
+    assert completed.returncode in {0, 1}, completed.stderr
+    name = target.split("/")[1].split("=", maxsplit=1)[0]
+    by_hand = evaluate_document(scale_by_hand(items_of(cluster), name, remove, add), tmp_path)
+    assert_after_matches(json.loads(completed.stdout), by_hand)
 
 
 def test_text_names_the_change_the_reason_and_what_to_do() -> None:
