@@ -535,13 +535,21 @@ def _run_explain(args: argparse.Namespace) -> int:
 def _zone_loss(snapshot: Snapshot, evaluation: Evaluation) -> dict[str, int]:
     """Per zone, the Services whose hints losing it would take away (what-if, section 11)."""
     from exporter.engine import whatif  # noqa: PLC0415
+    from exporter.engine.evaluate import slices_by_service  # noqa: PLC0415
 
+    # The live exporter's per-entry forecasts: enabled auto entries are judged from their
+    # count alone, without building any converged routing.
     views = whatif.zone_loss_views(snapshot.nodes)
-    losing: dict[str, set[tuple[str, str]]] = {view.zone: set() for view in views}
-    for outcome in whatif.outcomes_of(evaluation, snapshot.endpoint_slices):
-        for zone in whatif.zones_losing_hints(outcome, views):
-            losing[zone].add(outcome.verdict.key[:2])
-    return {zone: len(services) for zone, services in losing.items()}
+    feasibility = whatif.Feasibility(evaluation.capacity)
+    grouped = slices_by_service(snapshot.endpoint_slices)
+    forecasts = (
+        (verdict.key[:2], forecast)
+        for verdict in evaluation.services
+        for forecast in whatif.service_forecasts(
+            (verdict,), grouped[verdict.key[:2]], evaluation.nodes, feasibility, views
+        )
+    )
+    return whatif.services_losing_hints(forecasts, views)
 
 
 def _run_what_if(args: argparse.Namespace) -> int:

@@ -669,23 +669,6 @@ def zone_loss(outcomes: Iterable[Outcome], views: Sequence[ZoneLossView]) -> dic
     return counts
 
 
-def outcomes_of(evaluation: Evaluation, slices: Iterable[EndpointSlice]) -> tuple[Outcome, ...]:
-    """Outcomes of an evaluation already made, with their converged routing: no re-evaluation."""
-    by_entry: dict[tuple[str, str, str], list[EndpointSlice]] = {}
-    for (namespace, name), own in slices_by_service(slices).items():
-        for endpoint_slice in own:
-            key = (namespace, name, endpoint_slice.address_type)
-            by_entry.setdefault(key, []).append(endpoint_slice)
-    return tuple(
-        Outcome(
-            verdict,
-            tuple(by_entry[verdict.key]),
-            converged_proxy_view(verdict, by_entry[verdict.key], evaluation.nodes),
-        )
-        for verdict in evaluation.services
-    )
-
-
 # -- the live exporter's per-entry answers -----------------------------------------------------
 
 
@@ -790,3 +773,15 @@ def forecast_zone_loss(
             if zone in counts:
                 counts[zone] += 1
     return counts
+
+
+def services_losing_hints(
+    forecasts: Iterable[tuple[tuple[str, str], EntryForecast]], views: Sequence[ZoneLossView]
+) -> dict[str, int]:
+    """Per zone (every zone of the views, 0 included), how many Services (not address types)
+    would lose hints if it were lost: what `explain` and the status page say in words."""
+    losing: dict[str, set[tuple[str, str]]] = {view.zone: set() for view in views}
+    for service, forecast in forecasts:
+        for zone in forecast.zones_losing_hints:
+            losing.setdefault(zone, set()).add(service)
+    return {zone: len(services) for zone, services in sorted(losing.items())}

@@ -18,7 +18,7 @@ from types import MappingProxyType
 from urllib.parse import parse_qs, urlencode
 
 from exporter.engine import Evaluation, ExpectedState, Mechanism, Routing, ServiceVerdict
-from exporter.engine.whatif import NO_FORECAST, EntryForecast
+from exporter.engine.whatif import NO_FORECAST, EntryForecast, services_losing_hints
 from exporter.evaluator import ExporterState, ServiceResult
 from exporter.web.facts import ClusterFacts, cluster_facts, has_overloaded_zone, share
 from exporter.web.links import Links
@@ -337,11 +337,8 @@ def status_view(state: ExporterState, previous: StatusView | None = None) -> Sta
 
 
 def _zone_loss(state: ExporterState, rows: list[ServiceRow]) -> Mapping[str, int]:
-    losing: dict[str, set[tuple[str, str]]] = {v.zone: set() for v in state.zone_loss_views}
-    for row in rows:
-        for zone in row.forecast.zones_losing_hints:
-            losing.setdefault(zone, set()).add((row.namespace, row.name))
-    return {zone: len(services) for zone, services in sorted(losing.items())}
+    forecasts = (((row.namespace, row.name), row.forecast) for row in rows)
+    return services_losing_hints(forecasts, state.zone_loss_views)
 
 
 def _counts(rows: list[ServiceRow]) -> Mapping[str, Mapping[str, int]]:
