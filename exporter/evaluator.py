@@ -98,6 +98,9 @@ class ExporterState:
         default_factory=lambda: Feasibility(ClusterCapacity(sufficient=False))
     )
     zone_loss_views: tuple[ZoneLossView, ...] = ()
+    # Services whose result was added, replaced or removed since generation - 1 (a
+    # renderer that saw that generation updates only these); None when unknown.
+    changed: frozenset[ServiceKey] | None = None
 
 
 class Evaluator:
@@ -176,8 +179,12 @@ class Evaluator:
                 views = zone_loss_views(changes.nodes)
                 self._zone_membership = membership
         self._inputs.update(changes.services)
+        changed = set()
         for key in dirty:
+            before = self._results.get(key)
             self._reevaluate(key, capacity, nodes, feasibility, views)
+            if self._results.get(key) is not before:
+                changed.add(key)
         if changes.events_changed:
             self._count_events(self._store.events())
         last_event, event_totals = previous.last_event, previous.event_totals
@@ -194,6 +201,7 @@ class Evaluator:
             generation=previous.generation + 1,
             feasibility=feasibility,
             zone_loss_views=views,
+            changed=frozenset(changed),
         )
 
     def _reevaluate(
