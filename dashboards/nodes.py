@@ -24,7 +24,7 @@ from exporter.metrics import families as f
 
 def nodes() -> dashboard_builders.Dashboard:
     """kube-proxy's topology modes per node and zone, and nodes missing topology info."""
-    node_modes = f"max by (node, zone, mode) ({sel(f.NODE_PROXY_SERVICES.name, CLUSTER)})"
+    node_modes = f"sum by (node, zone, mode) ({sel(f.NODE_PROXY_SERVICES.name, CLUSTER)})"
     dash = new_dashboard(
         NODES_UID,
         "Topology hints / Nodes",

@@ -290,7 +290,7 @@ def _what_if_row(dash: dashboard_builders.Dashboard) -> None:
             "short",
             [
                 Query(
-                    f"max by (zone) ({sel(f.ZONE_LOSS_SERVICES_LOSING_HINTS.name, CLUSTER)})",
+                    f"sum by (zone) ({sel(f.ZONE_LOSS_SERVICES_LOSING_HINTS.name, CLUSTER)})",
                     "{{zone}}",
                 )
             ],

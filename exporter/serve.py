@@ -30,6 +30,7 @@ from exporter.metrics.collector import (
     HintsCollector,
 )
 from exporter.metrics.exposition import ExpositionRenderer, MetricsEndpoint
+from exporter.metrics.families import SAME_ON_EVERY_SHARD
 from exporter.metrics.instruments import RESOURCES, ExporterMetrics, StatusCollector
 from exporter.resources import EventTypeLabel, Resource, RestartCause
 from exporter.server import BasicAuth, MetricsServer, default_routes, make_app
@@ -159,7 +160,12 @@ class Exporter:
         # resource -> when it stopped being readable (wall clock, shown by /readyz).
         self._down_since: dict[str, float] = {}
         self.informers: list[Informer[Any, Any]] = []
-        family_filter = FamilyFilter(options.metric_allowlist, options.metric_denylist)
+        family_filter = FamilyFilter(
+            options.metric_allowlist,
+            options.metric_denylist,
+            # One copy of the Node-only families per sharded install: shard 0's.
+            withheld=SAME_ON_EVERY_SHARD if options.shard != 0 else (),
+        )
         export = ExportOptions(all_services=options.all_services)
         hints = HintsCollector(
             lambda: self.evaluator.state, ready=self._ready.is_set, options=export

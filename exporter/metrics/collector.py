@@ -33,15 +33,28 @@ class ExportOptions:
 
 
 class FamilyFilter:
-    """kube-state-metrics' --metric-allowlist / --metric-denylist: full-match regexes."""
+    """kube-state-metrics' --metric-allowlist / --metric-denylist: full-match regexes.
 
-    def __init__(self, allow: Sequence[str] = (), deny: Sequence[str] = ()) -> None:
+    `withheld` names families this exporter leaves to another (a shard other than 0 leaves
+    the families that every shard would export alike to shard 0), whatever the lists say.
+    """
+
+    def __init__(
+        self,
+        allow: Sequence[str] = (),
+        deny: Sequence[str] = (),
+        *,
+        withheld: Iterable[str] = (),
+    ) -> None:
         if allow and deny:
             raise ValueError("use either an allowlist or a denylist, not both")
         self._allow = [re.compile(pattern) for pattern in allow]
         self._deny = [re.compile(pattern) for pattern in deny]
+        self._withheld = frozenset(withheld)
 
     def allows(self, name: str) -> bool:
+        if name in self._withheld:
+            return False
         if self._allow:
             return any(pattern.fullmatch(name) for pattern in self._allow)
         return not any(pattern.fullmatch(name) for pattern in self._deny)

@@ -150,6 +150,9 @@ class Family:
     labels: tuple[str, ...]
     # None for the exporter's own families (prometheus_client instruments).
     samples: PerService | PerScrape | None
+    # Computed from Nodes alone, so every shard of a sharded install would export the same
+    # series: only shard 0 exports it.
+    same_on_every_shard: bool = False
 
 
 def each_entry(function: Callable[[ServiceEntry], Iterable[Sample]]) -> PerService:
@@ -189,9 +192,16 @@ def _declare(
     samples: PerService | PerScrape | None = None,
     *,
     labels: tuple[str, ...] = (),
+    same_on_every_shard: bool = False,
 ) -> Family:
     family = Family(
-        PREFIX + name, metric_type, scope, help_text, (*scope.identity_labels, *labels), samples
+        PREFIX + name,
+        metric_type,
+        scope,
+        help_text,
+        (*scope.identity_labels, *labels),
+        samples,
+        same_on_every_shard,
     )
     _declared.append(family)
     return family
@@ -217,6 +227,7 @@ SUFFICIENT_NODE_INFO = _declare(
     "1 when every Ready worker node has a zone label and allocatable CPU and at least "
     "two zones have CPU; 0 disables auto hints for every Service.",
     from_scrape(lambda scrape: _one(scrape.state.capacity.sufficient)),
+    same_on_every_shard=True,
 )
 ZONE_CPU_RATIO = _declare(
     "zone_cpu_ratio",
@@ -230,6 +241,7 @@ ZONE_CPU_RATIO = _declare(
         )
     ),
     labels=("zone",),
+    same_on_every_shard=True,
 )
 ZONE_ALLOCATABLE_CPU_CORES = _declare(
     "zone_allocatable_cpu_cores",
@@ -244,6 +256,7 @@ ZONE_ALLOCATABLE_CPU_CORES = _declare(
         )
     ),
     labels=("zone",),
+    same_on_every_shard=True,
 )
 NODE_MISSING_TOPOLOGY_INFO = _declare(
     "node_missing_topology_info",
@@ -258,6 +271,7 @@ NODE_MISSING_TOPOLOGY_INFO = _declare(
         )
     ),
     labels=("missing",),
+    same_on_every_shard=True,
 )
 
 # -- per Service -----------------------------------------------------------------------------
@@ -741,6 +755,10 @@ READY = _declare(
 FAMILIES: tuple[Family, ...] = tuple(_declared)
 # Those rendered from the evaluation by collector.py and exposition.py.
 HINT_FAMILIES: tuple[Family, ...] = tuple(f for f in FAMILIES if f.samples is not None)
+# Exported by shard 0 only: the same on every shard.
+SAME_ON_EVERY_SHARD: frozenset[str] = frozenset(
+    family.name for family in FAMILIES if family.same_on_every_shard
+)
 
 
 def constant_name(family: Family) -> str:

@@ -19,6 +19,13 @@ is `""`. Per-Service families exist only for exported Services: by default those
 hint mechanism, with any hint on any endpoint, or with a config issue (`--all-services`
 exports all). Hint families are empty until every required informer has listed once.
 
+With `--total-shards` above 1, the families marked *shard 0 only* come from shard 0 alone:
+they are computed from Nodes, which every shard watches, so the other shards would only
+repeat them. Every other hint family of a sharded install is split by Service: per-Service
+series come from the one shard that owns the Service, and the counts over Services
+(`node_proxy_services`, `zone_loss_services_losing_hints`, `controller_events_total`) are
+per shard, to be summed (`sum without (instance, pod)`).
+
 The scope says what one series describes, and so which identity labels it starts with:
 `cluster`, `node` (`node`), `service` (`namespace`, `service`), `service entry` (one Service
 and address type: `namespace`, `service`, `address_type`) or `exporter` (the process itself).
@@ -32,7 +39,8 @@ def _row(family: Family) -> str:
     labels = ", ".join(f"`{label}`" for label in family.labels) or "-"
     if family.type is MetricType.HISTOGRAM:
         labels = "`le` (buckets)"
-    return f"| `{family.name}` | {family.type} | {family.scope} | {labels} | {family.help} |"
+    meaning = family.help + (" *Shard 0 only.*" if family.same_on_every_shard else "")
+    return f"| `{family.name}` | {family.type} | {family.scope} | {labels} | {meaning} |"
 
 
 def markdown() -> str:

@@ -6,6 +6,16 @@ from collections import Counter
 
 import pytest
 
+from exporter.metrics.families import (
+    CONTROLLER_EVENTS_TOTAL,
+    HINT_FAMILIES,
+    NODE_PROXY_SERVICES,
+    SAME_ON_EVERY_SHARD,
+    SUFFICIENT_NODE_INFO,
+    ZONE_CPU_RATIO,
+    ZONE_LOSS_SERVICES_LOSING_HINTS,
+    Scope,
+)
 from exporter.serve import resolve_shard, shard_of
 from tests.conftest import EXAMPLES_DIR
 from tests.metrics.conftest import ServeSnapshot
@@ -28,12 +38,23 @@ def _per_service(series: dict[SeriesKey, float]) -> dict[SeriesKey, float]:
     return {key: value for key, value in series.items() if any(k == "service" for k, _ in key[1])}
 
 
-def _node_level(series: dict[SeriesKey, float]) -> dict[SeriesKey, float]:
-    return {key: value for key, value in series.items() if key not in _per_service(series)}
+def _families(series: dict[SeriesKey, float], names: frozenset[str]) -> dict[SeriesKey, float]:
+    return {key: value for key, value in series.items() if key[0] in names}
+
+
+# Counts over Services: each shard counts its own, and the shards' counts add up.
+SUMMED = frozenset(
+    {
+        NODE_PROXY_SERVICES.name,
+        ZONE_LOSS_SERVICES_LOSING_HINTS.name,
+        CONTROLLER_EVENTS_TOTAL.name,
+    }
+)
 
 
 def test_union_of_shards_equals_one_exporter(serve_snapshot: ServeSnapshot) -> None:
-    """Per-Service series split over the shards without overlap; cluster series are in each."""
+    """Per-Service series split over the shards without overlap; the Node-only families come
+    from shard 0 alone; counts over Services add up."""
     import json  # noqa: PLC0415
 
     snapshot = json.loads((EXAMPLES_DIR / "demo-cluster.json").read_text())
@@ -55,17 +76,25 @@ def test_union_of_shards_equals_one_exporter(serve_snapshot: ServeSnapshot) -> N
     counts = Counter(key for series in shards for key in _per_service(series))
     assert set(counts.values()) == {1}, "a per-Service series came from two shards"
     assert sum(1 for series in shards if _per_service(series)) >= 2, "sharding split nothing"
-    # Capacity and zone figures are cluster-wide: every shard watches every Node.
+
+    node_only = _families(whole, SAME_ON_EVERY_SHARD)
+    assert {SUFFICIENT_NODE_INFO.name, ZONE_CPU_RATIO.name} <= {key[0] for key in node_only}
+    assert _families(shards[0], SAME_ON_EVERY_SHARD) == node_only
+    for series in shards[1:]:
+        assert _families(series, SAME_ON_EVERY_SHARD) == {}
+
+    summed: Counter[SeriesKey] = Counter()
     for series in shards:
-        cluster_wide = {
-            key: value for key, value in _node_level(series).items()
-            if not key[0].startswith("topology_hints_node_proxy_services")
-        }  # fmt: skip
-        expected = {
-            key: value for key, value in _node_level(whole).items()
-            if not key[0].startswith("topology_hints_node_proxy_services")
-        }  # fmt: skip
-        assert cluster_wide == expected
+        summed.update(_families(series, SUMMED))
+    assert dict(summed) == _families(whole, SUMMED)
+
+
+def test_every_cluster_or_node_family_says_how_shards_share_it() -> None:
+    """A new family over Nodes or over every Service is either shard 0's or summed."""
+    cluster_level = {
+        family.name for family in HINT_FAMILIES if family.scope in {Scope.CLUSTER, Scope.NODE}
+    }
+    assert cluster_level == SAME_ON_EVERY_SHARD | SUMMED
 
 
 def test_node_proxy_counts_add_up_across_shards(serve_snapshot: ServeSnapshot) -> None:
