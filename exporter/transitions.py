@@ -128,6 +128,10 @@ class TransitionLog:
     def forget(self, keys: Iterable[VerdictKey]) -> None:
         """Verdicts that no longer exist (Service deleted, address type gone)."""
         gone = set(keys)
+        if not gone:
+            # The evaluator calls this for every Service it re-judges, nearly always with
+            # nothing gone: scanning every slot each time made the first sync quadratic.
+            return
         for store in (self._current, self._logged, self._last_line, self._held):
             for slot in [slot for slot in store if slot[0] in gone]:
                 del store[slot]
