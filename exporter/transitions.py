@@ -127,10 +127,12 @@ class TransitionLog:
 
     def forget(self, keys: Iterable[VerdictKey]) -> None:
         """Verdicts that no longer exist (Service deleted, address type gone)."""
-        gone = set(keys)
+        # Each key's slots, looked up: the evaluator calls this for every Service it
+        # re-judges, and scanning every slot each time made the first sync quadratic.
+        slots = [(key, aspect.name) for key in set(keys) for aspect in self._aspects]
         for store in (self._current, self._logged, self._last_line, self._held):
-            for slot in [slot for slot in store if slot[0] in gone]:
-                del store[slot]
+            for slot in slots:
+                store.pop(slot, None)
 
     def _line(
         self, slot: _Slot, aspect: Aspect, verdict: ServiceVerdict, *, held_back: int

@@ -435,3 +435,33 @@ def test_offline_commands_do_not_import_the_kubernetes_client() -> None:
     )
     assert completed.returncode == 0, completed.stderr
     assert completed.stderr == "[]"
+
+
+def test_the_live_path_imports_kubernetes_only_to_load_its_configuration(tmp_path: Path) -> None:
+    """`serve` and its sources import without `kubernetes`; loading a kubeconfig imports it."""
+    kubeconfig = _write(
+        tmp_path,
+        "kubeconfig",
+        "apiVersion: v1\nkind: Config\n"
+        "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n",
+    )
+    script = (
+        "import sys\n"
+        "import exporter.cli, exporter.serve, exporter.sources.cluster, exporter.sources.listing\n"
+        "before = sorted(name for name in sys.modules if name.split('.')[0] == 'kubernetes')\n"
+        "from exporter.sources.kubeapi import api_client\n"
+        "api_client(sys.argv[1])\n"
+        "after = 'kubernetes' in sys.modules\n"
+        "sys.stderr.write(repr((before, after)))\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script, str(kubeconfig)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=TIMEOUT,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stderr == "([], True)"
