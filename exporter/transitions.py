@@ -127,10 +127,14 @@ class TransitionLog:
 
     def forget(self, keys: Iterable[VerdictKey]) -> None:
         """Verdicts that no longer exist (Service deleted, address type gone)."""
-        gone = set(keys)
-        for store in (self._current, self._logged, self._last_line, self._held):
-            for slot in [slot for slot in store if slot[0] in gone]:
-                del store[slot]
+        # Slot by slot, not a scan of every store: the evaluator calls this for each
+        # re-evaluated Service, so a scan made a node change quadratic in Services.
+        stores = (self._current, self._logged, self._last_line, self._held)
+        for key in keys:
+            for aspect in self._aspects:
+                slot = (key, aspect.name)
+                for store in stores:
+                    store.pop(slot, None)
 
     def _line(
         self, slot: _Slot, aspect: Aspect, verdict: ServiceVerdict, *, held_back: int
