@@ -601,17 +601,27 @@ class ZoneLossView:
     feasibility: Feasibility
 
 
-def zone_loss_views(nodes: Sequence[Node]) -> tuple[ZoneLossView, ...]:
-    """One view per zone label of the cluster's Nodes, in zone order."""
+def zone_loss_views(
+    nodes: Sequence[Node], same_nodes: Sequence[ZoneLossView] = ()
+) -> tuple[ZoneLossView, ...]:
+    """One view per zone label of the cluster's Nodes, in zone order.
+
+    `same_nodes`: views made for these Nodes' names, zones and readiness (only CPU moved);
+    their node sets are kept and only capacity is computed again.
+    """
     zones = sorted({node.zone for node in nodes if node.zone})
+    reusable = {view.zone: view for view in same_nodes}
     views = []
     for zone in zones:
         kept = [node for node in nodes if node.zone != zone]
+        earlier = reusable.get(zone)
         views.append(
             ZoneLossView(
                 zone=zone,
-                removed_nodes=frozenset(node.name for node in nodes if node.zone == zone),
-                nodes=ready_nodes(kept),
+                removed_nodes=earlier.removed_nodes
+                if earlier is not None
+                else frozenset(node.name for node in nodes if node.zone == zone),
+                nodes=earlier.nodes if earlier is not None else ready_nodes(kept),
                 feasibility=Feasibility(cluster_capacity(kept)),
             )
         )
@@ -745,21 +755,47 @@ def entry_forecast(
     return _forecast(margin, zones_losing_hints(outcome, views))
 
 
+def depends_on_capacity(verdict: ServiceVerdict) -> bool:
+    """Whether the entry's forecast can change when only CPU shares move.
+
+    Without `auto` the expected state never depends on capacity: the margin is None and
+    zone loss is decided by the converged routing over each view's Ready nodes.
+    """
+    return verdict.mechanism is Mechanism.AUTO
+
+
 def service_forecasts(
     verdicts: Sequence[ServiceVerdict],
     slices: Sequence[EndpointSlice],
     nodes: ReadyNodes,
     feasibility: Feasibility,
     views: Sequence[ZoneLossView],
+    previous: Sequence[EntryForecast] = (),
 ) -> tuple[EntryForecast, ...]:
-    """One forecast per verdict (aligned), each from the slices of its address type."""
-    by_type: dict[str, list[EndpointSlice]] = {}
-    for endpoint_slice in slices:
-        by_type.setdefault(endpoint_slice.address_type, []).append(endpoint_slice)
-    return tuple(
-        entry_forecast(verdict, by_type.get(verdict.address_type, ()), nodes, feasibility, views)
-        for verdict in verdicts
-    )
+    """One forecast per verdict (aligned), each from the slices of its address type.
+
+    `previous`, when given, are forecasts of the same entries (aligned) made on the same
+    slices and Ready nodes, with views of the same zones and nodes, under another
+    capacity: entries whose forecast does not depend on capacity keep theirs.
+    """
+    if len(previous) != len(verdicts):
+        previous = ()
+    by_type: dict[str, list[EndpointSlice]] | None = None
+    forecasts = []
+    for index, verdict in enumerate(verdicts):
+        if previous and not depends_on_capacity(verdict):
+            forecasts.append(previous[index])
+            continue
+        if by_type is None:
+            by_type = {}
+            for endpoint_slice in slices:
+                by_type.setdefault(endpoint_slice.address_type, []).append(endpoint_slice)
+        forecasts.append(
+            entry_forecast(
+                verdict, by_type.get(verdict.address_type, ()), nodes, feasibility, views
+            )
+        )
+    return tuple(forecasts)
 
 
 def forecast_zone_loss(
