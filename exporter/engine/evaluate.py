@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -229,18 +228,25 @@ def evaluate_address_type(
     mechanism = mechanism_of(service)
     counted = counted_endpoints(slices)
     ready = len(counted)
-    hinted_by_zone: Counter[str] = Counter()
+    # Plain dicts, not Counter.update: this runs for every endpoint on a node change.
+    hinted_by_zone: dict[str, int] = {}
+    zone_endpoints: dict[str, int] = {}
+    hinted = 0
     for endpoint in counted:
-        hinted_by_zone.update(set(endpoint.zone_hints))
-    zone_endpoints = Counter(endpoint.zone for endpoint in counted if endpoint.zone)
-    hinted = sum(1 for endpoint in counted if endpoint.zone_hints)
+        hints = endpoint.zone_hints
+        if hints:
+            hinted += 1
+            for zone in hints if len(hints) == 1 else set(hints):
+                hinted_by_zone[zone] = hinted_by_zone.get(zone, 0) + 1
+        if endpoint.zone:
+            zone_endpoints[endpoint.zone] = zone_endpoints.get(endpoint.zone, 0) + 1
     if judgements is None or judgements.capacity is not capacity:
         judgements = Judgements(capacity)
     judgement = judgements.judge(
         mechanism,
         ready=ready,
         hinted=hinted,
-        every_endpoint_has_zone=all(endpoint.zone for endpoint in counted),
+        every_endpoint_has_zone=sum(zone_endpoints.values()) == ready,
         hinted_by_zone=hinted_by_zone,
     )
     drift = judgement.drift

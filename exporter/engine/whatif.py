@@ -660,6 +660,20 @@ def _enabled_auto_loses_hints(counted: Sequence[Endpoint], view: ZoneLossView) -
     return not view.feasibility.feasible(sum(1 for e in counted if survives(e)))
 
 
+def _survivors(counted: Sequence[Endpoint], views: Sequence[ZoneLossView]) -> list[int]:
+    """Per view (aligned), how many of the endpoints survive its zone's loss: one pass.
+
+    `_survives` for every view, inlined: a node change asks it of every enabled `auto` entry.
+    """
+    lost = [0] * len(views)
+    for endpoint in counted:
+        zone, node = endpoint.zone, endpoint.node_name
+        for index, view in enumerate(views):
+            if zone == view.zone or node in view.removed_nodes:
+                lost[index] += 1
+    return [len(counted) - gone for gone in lost]
+
+
 def _survives_not(view: ZoneLossView) -> Callable[[Endpoint], bool]:
     survives = _survives(view)
     return lambda endpoint: not survives(endpoint)
@@ -717,8 +731,12 @@ def entry_forecast(
     if not views:
         return _forecast(margin, frozenset())
     if verdict.mechanism is Mechanism.AUTO and verdict.expected_state is ExpectedState.ENABLED:
-        counted = counted_endpoints(slices)
-        losing = frozenset(view.zone for view in views if _enabled_auto_loses_hints(counted, view))
+        survivors = _survivors(counted_endpoints(slices), views)
+        losing = frozenset(
+            view.zone
+            for view, count in zip(views, survivors, strict=True)
+            if not view.feasibility.feasible(count)
+        )
         return _forecast(margin, losing)
     converged_today = converged_slices(verdict, slices)
     if all(c is s for c, s in zip(converged_today, slices, strict=True)):
