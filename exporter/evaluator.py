@@ -290,8 +290,9 @@ class Evaluator:
             )
             previous_forecasts = ()
         self._forget(old_keys - {verdict.key for verdict in verdicts})
-        for verdict in verdicts:
-            self._track_flip(verdict)
+        earlier = old.verdicts if rejudge and old is not None else (None,) * len(verdicts)
+        for verdict, last in zip(verdicts, earlier, strict=True):
+            self._track_flip(verdict, last)
         flips = tuple(self._flips[verdict.key] for verdict in verdicts)
         forecasts = service_forecasts(
             verdicts, slices, view.nodes, view.feasibility, view.zone_loss_views, previous_forecasts
@@ -306,8 +307,9 @@ class Evaluator:
             return old
         return ServiceResult(verdicts, flips, forecasts)
 
-    def _track_flip(self, verdict: ServiceVerdict) -> None:
-        self.transitions.observe(verdict)
+    def _track_flip(self, verdict: ServiceVerdict, last: ServiceVerdict | None) -> None:
+        """`last`: the entry's verdict tracked last, when known (re-judged ones)."""
+        self.transitions.observe(verdict, last)
         key = verdict.key
         self._flips.setdefault(key, 0)
         state = verdict.expected_state

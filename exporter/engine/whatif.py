@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from types import MappingProxyType
 
@@ -704,6 +704,10 @@ class EntryForecast:
     margin: Margin | None
     # The zones whose loss would take the entry's hints away (`loses-hints`).
     zones_losing_hints: frozenset[str]
+    # Enabled `auto` entries: per zone-loss view (aligned), the counted endpoints that
+    # survive it. What a capacity change re-judges zone loss from, without the slices;
+    # not part of the forecast's value.
+    survivors: tuple[int, ...] = field(default=(), compare=False)
 
 
 NO_FORECAST = EntryForecast(margin=None, zones_losing_hints=frozenset())
@@ -712,6 +716,22 @@ NO_FORECAST = EntryForecast(margin=None, zones_losing_hints=frozenset())
 def _forecast(margin: Margin | None, zones: frozenset[str]) -> EntryForecast:
     # Most entries have neither: they share one object rather than hold one each.
     return NO_FORECAST if margin is None and not zones else EntryForecast(margin, zones)
+
+
+def _enabled_auto(verdict: ServiceVerdict) -> bool:
+    return verdict.mechanism is Mechanism.AUTO and verdict.expected_state is ExpectedState.ENABLED
+
+
+def _enabled_auto_forecast(
+    margin: Margin | None, survivors: tuple[int, ...], views: Sequence[ZoneLossView]
+) -> EntryForecast:
+    """Zone loss of an enabled `auto` entry: feasibility of what survives each view."""
+    losing = frozenset(
+        view.zone
+        for view, count in zip(views, survivors, strict=True)
+        if not view.feasibility.feasible(count)
+    )
+    return EntryForecast(margin, losing, survivors)
 
 
 def entry_forecast(
@@ -730,14 +750,10 @@ def entry_forecast(
     margin = endpoint_margin(verdict, feasibility)
     if not views:
         return _forecast(margin, frozenset())
-    if verdict.mechanism is Mechanism.AUTO and verdict.expected_state is ExpectedState.ENABLED:
-        survivors = _survivors(counted_endpoints(slices), views)
-        losing = frozenset(
-            view.zone
-            for view, count in zip(views, survivors, strict=True)
-            if not view.feasibility.feasible(count)
+    if _enabled_auto(verdict):
+        return _enabled_auto_forecast(
+            margin, tuple(_survivors(counted_endpoints(slices), views)), views
         )
-        return _forecast(margin, losing)
     converged_today = converged_slices(verdict, slices)
     if all(c is s for c, s in zip(converged_today, slices, strict=True)):
         # The slices already carry the hints the controller converges to: the verdict's own
@@ -803,6 +819,12 @@ def service_forecasts(
     for index, verdict in enumerate(verdicts):
         if previous and not depends_on_capacity(verdict):
             forecasts.append(previous[index])
+            continue
+        survivors = previous[index].survivors if previous else ()
+        if views and survivors and _enabled_auto(verdict):
+            # What survives each zone's loss did not move: only its feasibility may have.
+            margin = endpoint_margin(verdict, feasibility)
+            forecasts.append(_enabled_auto_forecast(margin, survivors, views))
             continue
         if by_type is None:
             by_type = {}
