@@ -92,9 +92,7 @@ class ExporterState:
     # state shares unchanged entries with the previous one). A result is replaced only
     # when its Service's verdicts, flips, forecasts or Ready nodes changed, so its
     # identity tells renderers whether cached output still holds.
-    services: Mapping[ServiceKey, ServiceResult] = field(
-        default_factory=lambda: MappingProxyType({})
-    )
+    services: Mapping[ServiceKey, ServiceResult] = field(default_factory=immutables.Map)
     # (namespace, service, reason) -> unix time of the latest controller event.
     last_event: Mapping[EventKey, float] = field(default_factory=lambda: MappingProxyType({}))
     # reason -> occurrences seen since start.

@@ -675,8 +675,9 @@ def _survivors(counted: Sequence[Endpoint], views: Sequence[ZoneLossView]) -> li
 
 
 def _survives_not(view: ZoneLossView) -> Callable[[Endpoint], bool]:
-    survives = _survives(view)
-    return lambda endpoint: not survives(endpoint)
+    # Not `not _survives(view)(endpoint)`: one call per endpoint, not two.
+    zone, removed = view.zone, view.removed_nodes
+    return lambda endpoint: endpoint.zone == zone or endpoint.node_name in removed
 
 
 def zones_losing_hints(outcome: Outcome, views: Sequence[ZoneLossView]) -> frozenset[str]:
