@@ -13,6 +13,7 @@ from typing import Any
 
 import immutables
 import pytest
+from structlog.testing import capture_logs
 
 from exporter.engine import Endpoint, EndpointSlice, Node, Service
 from exporter.engine.allocation import AllocationResult
@@ -252,3 +253,21 @@ def test_publishing_shares_the_unchanged_entries() -> None:
     assert peak < sys.getsizeof(dict(after.services))
     _, _, small_peak = _one_service_change(300)
     assert peak < 2 * small_peak
+
+
+def test_a_re_judged_flip_is_logged_and_counted() -> None:
+    """auto-3 (one endpoint per zone) is refused once zone-a holds most of the CPU: the
+    re-judging path logs the change of expected state, not of routing, and counts a flip."""
+    store, evaluator = _started()
+    key = ("default", "auto-3")
+    assert evaluator.state.services[key].verdicts[0].expected_state == "enabled"
+    with capture_logs() as logs:
+        store.replace_nodes(CHANGES["cpu"])
+        after = evaluator.step()
+    (verdict,) = after.services[key].verdicts
+    assert verdict.expected_state == "disabled"
+    assert after.services[key].state_changes == (1,)
+    lines = [line for line in logs if line.get("service") == "auto-3"]
+    assert [(line["event"], line["from"], line["to"]) for line in lines] == [
+        ("expected state changed", "enabled", "disabled")
+    ]
