@@ -14,8 +14,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from types import MappingProxyType
 from typing import TypeVar
+
+import immutables
 
 from exporter.engine import (
     DEFAULT_DATAPLANES,
@@ -29,7 +32,7 @@ from exporter.engine import (
     cluster_capacity,
     evaluate_service,
 )
-from exporter.engine.evaluate import ready_nodes
+from exporter.engine.evaluate import Judgements, ready_nodes, rejudged
 from exporter.engine.model import Node
 from exporter.engine.whatif import (
     EntryForecast,
@@ -52,6 +55,10 @@ _V = TypeVar("_V")
 
 def _zone_membership(nodes: tuple[Node, ...]) -> frozenset[tuple[str, str]]:
     return frozenset((node.name, node.zone) for node in nodes if node.zone)
+
+
+def _kept(earlier: _V, now: _V) -> _V:
+    return earlier if now == earlier else now
 
 
 def _frozen(mapping: Mapping[_K, _V]) -> Mapping[_K, _V]:
@@ -81,11 +88,11 @@ class ExporterState:
     nodes: ReadyNodes = field(
         default_factory=lambda: ReadyNodes(MappingProxyType({}), MappingProxyType({}))
     )
-    # Services that have EndpointSlices. A result is replaced only when its Service is
-    # re-evaluated, so its identity tells renderers whether cached output still holds.
-    services: Mapping[ServiceKey, ServiceResult] = field(
-        default_factory=lambda: MappingProxyType({})
-    )
+    # Services that have EndpointSlices (an immutables.Map in published states: each
+    # state shares unchanged entries with the previous one). A result is replaced only
+    # when its Service's verdicts, flips, forecasts or Ready nodes changed, so its
+    # identity tells renderers whether cached output still holds.
+    services: Mapping[ServiceKey, ServiceResult] = field(default_factory=immutables.Map)
     # (namespace, service, reason) -> unix time of the latest controller event.
     last_event: Mapping[EventKey, float] = field(default_factory=lambda: MappingProxyType({}))
     # reason -> occurrences seen since start.
@@ -101,6 +108,27 @@ class ExporterState:
     # Services whose result was added, replaced or removed since generation - 1 (a
     # renderer that saw that generation updates only these); None when unknown.
     changed: frozenset[ServiceKey] | None = None
+
+
+class _Moved(Enum):
+    """What a Node change moved."""
+
+    NOTHING = "nothing"
+    # Capacity only: the Ready nodes and zone membership are the same.
+    SHARES = "shares"
+    # Ready nodes or zone membership.
+    NODES = "nodes"
+
+
+@dataclass(frozen=True, slots=True)
+class _NodeView:
+    """What every Service's evaluation of one step shares."""
+
+    capacity: ClusterCapacity
+    nodes: ReadyNodes
+    feasibility: Feasibility
+    zone_loss_views: tuple[ZoneLossView, ...]
+    judgements: Judgements
 
 
 class Evaluator:
@@ -119,7 +147,9 @@ class Evaluator:
         self._clock = clock or time.time
         self._observe = observe or (lambda _seconds: None)
         self._inputs: dict[ServiceKey, tuple[Service | None, tuple[EndpointSlice, ...]]] = {}
-        self._results: dict[ServiceKey, ServiceResult] = {}
+        # Persistent: publishing shares every entry with the previous state, and a
+        # one-Service change costs O(log n), not a copy of 10,000 entries.
+        self._results: immutables.Map[ServiceKey, ServiceResult] = immutables.Map()
         self._last_state: dict[VerdictKey, ExpectedState] = {}
         self._flips: dict[VerdictKey, int] = {}
         self._event_counts: dict[str, int] = {}
@@ -128,6 +158,8 @@ class Evaluator:
         # Event figures changed since last published: only then are they copied again.
         self._events_dirty = False
         self._state = ExporterState()
+        # The judgements of the published capacity, shared by every Service's evaluation.
+        self._judgements = Judgements(self._state.capacity)
         # Which node is in which zone: zone-loss views also depend on not-Ready nodes.
         self._zone_membership: frozenset[tuple[str, str]] = frozenset()
         self._listeners: list[Callable[[ExporterState], None]] = []
@@ -162,29 +194,32 @@ class Evaluator:
 
     def _apply(self, changes: Changes) -> None:
         previous = self._state
-        capacity, nodes = previous.capacity, previous.nodes
-        feasibility, views = previous.feasibility, previous.zone_loss_views
         dirty = set(changes.services)
-        if changes.nodes is not None:
-            capacity = cluster_capacity(changes.nodes)
-            nodes = ready_nodes(changes.nodes)
-            membership = _zone_membership(changes.nodes)
-            if (
-                capacity != previous.capacity
-                or nodes != previous.nodes
-                or membership != self._zone_membership
-            ):
-                dirty |= self._inputs.keys()
-                feasibility = Feasibility(capacity)
-                views = zone_loss_views(changes.nodes)
-                self._zone_membership = membership
+        view, moved = self._node_view(changes.nodes)
+        # Only CPU shares moved: the other Services are re-judged from their verdicts.
+        rejudge: set[ServiceKey] = set()
+        if moved is _Moved.SHARES:
+            rejudge = self._inputs.keys() - dirty
+        elif moved is _Moved.NODES:
+            dirty |= self._inputs.keys()
         self._inputs.update(changes.services)
         changed = set()
-        for key in dirty:
-            before = self._results.get(key)
-            self._reevaluate(key, capacity, nodes, feasibility, views)
-            if self._results.get(key) is not before:
+        results = self._results.mutate()
+        # Families read the Ready nodes too: a result is kept only where they are the same.
+        keep_unchanged = view.nodes is previous.nodes
+        for key in dirty | rejudge:
+            before = results.get(key)
+            after = self._reevaluate(
+                key, view, rejudge=key in rejudge, keep_unchanged=keep_unchanged
+            )
+            if after is None:
+                if before is not None:
+                    del results[key]
+                    changed.add(key)
+            elif after is not before:
+                results[key] = after
                 changed.add(key)
+        self._results = results.finish()
         if changes.events_changed:
             self._count_events(self._store.events())
         last_event, event_totals = previous.last_event, previous.event_totals
@@ -192,48 +227,87 @@ class Evaluator:
             last_event, event_totals = _frozen(self._last_event), _frozen(self._event_totals)
             self._events_dirty = False
         self._state = ExporterState(
-            capacity=capacity,
-            nodes=nodes,
-            services=_frozen(self._results),
+            capacity=view.capacity,
+            nodes=view.nodes,
+            services=self._results,
             last_event=last_event,
             event_totals=event_totals,
             evaluated_at=self._clock(),
             generation=previous.generation + 1,
-            feasibility=feasibility,
-            zone_loss_views=views,
+            feasibility=view.feasibility,
+            zone_loss_views=view.zone_loss_views,
             changed=frozenset(changed),
         )
 
+    def _node_view(self, nodes: tuple[Node, ...] | None) -> tuple[_NodeView, _Moved]:
+        """The node view to evaluate with, after the store's Nodes (None: unchanged)."""
+        previous = self._state
+        capacity, ready = previous.capacity, previous.nodes
+        feasibility, views = previous.feasibility, previous.zone_loss_views
+        moved = _Moved.NOTHING
+        if nodes is not None:
+            # Equal ones are kept, not replaced by a copy: verdicts, memos and families
+            # refer to them, and comparing an object with itself is immediate.
+            capacity = _kept(previous.capacity, cluster_capacity(nodes))
+            ready = _kept(previous.nodes, ready_nodes(nodes))
+            membership = _zone_membership(nodes)
+            same_nodes = ready is previous.nodes and membership == self._zone_membership
+            if capacity is not previous.capacity or not same_nodes:
+                moved = _Moved.SHARES if same_nodes else _Moved.NODES
+                feasibility = Feasibility(capacity)
+                views = zone_loss_views(nodes, views if same_nodes else ())
+                self._zone_membership = membership
+        if capacity is not self._judgements.capacity:
+            self._judgements = Judgements(capacity)
+        return _NodeView(capacity, ready, feasibility, views, self._judgements), moved
+
     def _reevaluate(
-        self,
-        key: ServiceKey,
-        capacity: ClusterCapacity,
-        nodes: ReadyNodes,
-        feasibility: Feasibility,
-        views: tuple[ZoneLossView, ...],
-    ) -> None:
+        self, key: ServiceKey, view: _NodeView, *, rejudge: bool, keep_unchanged: bool
+    ) -> ServiceResult | None:
+        """The Service's new result; None when it has none; the old one when nothing changed.
+
+        `rejudge`: only CPU shares moved since its result, which is re-judged from its
+        verdicts. `keep_unchanged`: the Ready nodes the families read are those of the old
+        result, so an equal result may keep the old object (renderers keep its output).
+        """
         service, slices = self._inputs.get(key, (None, ()))
         old = self._results.get(key)
         old_keys = {verdict.key for verdict in old.verdicts} if old is not None else set()
         if service is None or not slices:
-            self._results.pop(key, None)
             if service is None:
                 self._inputs.pop(key, None)
                 self._forget_events_of(key)
             self._forget(old_keys)
-            return
-        verdicts = evaluate_service(service, slices, capacity, nodes, self._dataplanes)
+            return None
+        if rejudge and old is not None:
+            verdicts = tuple(rejudged(verdict, view.judgements) for verdict in old.verdicts)
+            previous_forecasts = old.forecasts
+        else:
+            verdicts = evaluate_service(
+                service, slices, view.capacity, view.nodes, self._dataplanes, view.judgements
+            )
+            previous_forecasts = ()
         self._forget(old_keys - {verdict.key for verdict in verdicts})
-        for verdict in verdicts:
-            self._track_flip(verdict)
-        self._results[key] = ServiceResult(
-            verdicts,
-            tuple(self._flips[verdict.key] for verdict in verdicts),
-            service_forecasts(verdicts, slices, nodes, feasibility, views),
+        earlier = old.verdicts if rejudge and old is not None else (None,) * len(verdicts)
+        for verdict, last in zip(verdicts, earlier, strict=True):
+            self._track_flip(verdict, last)
+        flips = tuple(self._flips[verdict.key] for verdict in verdicts)
+        forecasts = service_forecasts(
+            verdicts, slices, view.nodes, view.feasibility, view.zone_loss_views, previous_forecasts
         )
+        if (
+            keep_unchanged
+            and old is not None
+            and old.state_changes == flips
+            and old.forecasts == forecasts
+            and old.verdicts == verdicts
+        ):
+            return old
+        return ServiceResult(verdicts, flips, forecasts)
 
-    def _track_flip(self, verdict: ServiceVerdict) -> None:
-        self.transitions.observe(verdict)
+    def _track_flip(self, verdict: ServiceVerdict, last: ServiceVerdict | None) -> None:
+        """`last`: the entry's verdict tracked last, when known (re-judged ones)."""
+        self.transitions.observe(verdict, last)
         key = verdict.key
         self._flips.setdefault(key, 0)
         state = verdict.expected_state
@@ -245,6 +319,8 @@ class Evaluator:
         self._last_state[key] = state
 
     def _forget(self, keys: set[VerdictKey]) -> None:
+        if not keys:
+            return
         self.transitions.forget(keys)
         for key in keys:
             self._flips.pop(key, None)

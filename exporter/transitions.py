@@ -36,6 +36,8 @@ class Aspect:
     value: Callable[[ServiceVerdict], str]
     # Why it has the new value, for the line (None: nothing to add).
     reason: Callable[[ServiceVerdict], str | None]
+    # What the value is computed from: while it is the same object, so is the value.
+    inputs: Callable[[ServiceVerdict], object]
 
 
 def routing_summary(verdict: ServiceVerdict) -> str:
@@ -63,8 +65,15 @@ ASPECTS: tuple[Aspect, ...] = (
         "expected state changed",
         lambda verdict: str(verdict.expected_state),
         lambda verdict: str(verdict.reason) if verdict.reason is not None else None,
+        lambda verdict: verdict.expected_state,
     ),
-    Aspect("effective_routing", "effective routing changed", routing_summary, routing_cause),
+    Aspect(
+        "effective_routing",
+        "effective routing changed",
+        routing_summary,
+        routing_cause,
+        lambda verdict: verdict.routing,
+    ),
 )
 
 _Slot = tuple[VerdictKey, str]
@@ -94,10 +103,22 @@ class TransitionLog:
         # (event, from, to) -> Services past this step's line budget.
         self._overflow: Counter[tuple[str, str, str]] = Counter()
 
-    def observe(self, verdict: ServiceVerdict) -> None:
-        """A new verdict; the first one of a Service is its starting point, not a change."""
+    def observe(self, verdict: ServiceVerdict, last: ServiceVerdict | None = None) -> None:
+        """A new verdict; the first one of a Service is its starting point, not a change.
+
+        `last`: the entry's verdict observed last, when known. An aspect whose inputs
+        are the same objects in both is unchanged and not computed again (a node change
+        re-judges every Service and keeps its routing).
+        """
+        key = verdict.key
         for aspect in self._aspects:
-            slot = (verdict.key, aspect.name)
+            slot = (key, aspect.name)
+            if (
+                last is not None
+                and aspect.inputs(last) is aspect.inputs(verdict)
+                and slot in self._current
+            ):
+                continue
             value = aspect.value(verdict)
             previous = self._current.get(slot)
             self._current[slot] = value
@@ -127,12 +148,14 @@ class TransitionLog:
 
     def forget(self, keys: Iterable[VerdictKey]) -> None:
         """Verdicts that no longer exist (Service deleted, address type gone)."""
-        # Each key's slots, looked up: the evaluator calls this for every Service it
-        # re-judges, and scanning every slot each time made the first sync quadratic.
-        slots = [(key, aspect.name) for key in set(keys) for aspect in self._aspects]
-        for store in (self._current, self._logged, self._last_line, self._held):
-            for slot in slots:
-                store.pop(slot, None)
+        # Slot by slot, not a scan of every store: the evaluator calls this for each
+        # re-evaluated Service, so a scan made a node change quadratic in Services.
+        stores = (self._current, self._logged, self._last_line, self._held)
+        for key in keys:
+            for aspect in self._aspects:
+                slot = (key, aspect.name)
+                for store in stores:
+                    store.pop(slot, None)
 
     def _line(
         self, slot: _Slot, aspect: Aspect, verdict: ServiceVerdict, *, held_back: int

@@ -58,8 +58,20 @@ def to_millicores(cores: Fraction) -> int:
     return math.ceil(cores * 1000)
 
 
+def _exact_sums(numerators: Mapping[str, Mapping[int, int]]) -> dict[str, Fraction]:
+    return {
+        zone: sum(
+            (Fraction(numerator, denominator) for denominator, numerator in by_denominator.items()),
+            Fraction(0),
+        )
+        for zone, by_denominator in numerators.items()
+    }
+
+
 def cluster_capacity(nodes: Iterable[Node]) -> ClusterCapacity:
-    cpu_by_zone: dict[str, Fraction] = {}
+    # Exact sums, kept as integer numerators per denominator: nodes of one size share a
+    # denominator, and adding Fractions node by node costs a gcd each (5,000 nodes).
+    numerators: dict[str, dict[int, int]] = {}
     problems: list[NodeProblem] = []
     for node in nodes:
         if not counts_for_capacity(node):
@@ -69,11 +81,14 @@ def cluster_capacity(nodes: Iterable[Node]) -> ClusterCapacity:
             problems.extend(found)
             continue
         assert node.zone is not None  # noqa: S101 - node_problems guarantees it
-        assert node.allocatable_cpu is not None  # noqa: S101
-        cpu_by_zone[node.zone] = cpu_by_zone.get(node.zone, Fraction(0)) + node.allocatable_cpu
+        cpu = node.allocatable_cpu
+        assert cpu is not None  # noqa: S101
+        by_denominator = numerators.setdefault(node.zone, {})
+        by_denominator[cpu.denominator] = by_denominator.get(cpu.denominator, 0) + cpu.numerator
     problems.sort(key=lambda problem: (problem.node, problem.missing))
     if problems:
         return ClusterCapacity(sufficient=False, problems=tuple(problems))
+    cpu_by_zone = _exact_sums(numerators)
     total = sum(cpu_by_zone.values(), Fraction(0))
     if total == 0 or len(cpu_by_zone) < 2:
         return ClusterCapacity(sufficient=False)

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
-from exporter.engine.allocation import NearestFeasible, allocate, nearest_feasible
+from exporter.engine.allocation import Allocation, NearestFeasible, allocate, nearest_feasible
 from exporter.engine.capacity import ClusterCapacity, cluster_capacity
 from exporter.engine.dataplanes import route
-from exporter.engine.health import DriftKind, drift_kinds, hint_completeness, load_factor
+from exporter.engine.health import (
+    DriftKind,
+    counted_drift_kinds,
+    drift_kinds,
+    hint_completeness,
+    load_factor,
+)
 from exporter.engine.kubeproxy import ProxyView, ReadyNodes, proxy_view_of
 from exporter.engine.mechanism import ConfigIssue, Mechanism, config_issues, mechanism_of
 from exporter.engine.model import Endpoint, EndpointSlice, Node, Service
@@ -103,6 +108,110 @@ def expected_state(mechanism: Mechanism, reason: DisableReason | None) -> Expect
     return ExpectedState.ENABLED
 
 
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """The part of an entry's verdict that depends on cluster capacity."""
+
+    reason: DisableReason | None
+    expected_state: ExpectedState
+    zones: Mapping[str, ZoneVerdict]
+    nearest_feasible: NearestFeasible | None
+    # None where drift does not depend on capacity (traffic-distribution).
+    drift: frozenset[DriftKind] | None
+
+
+# (mechanism, ready, hinted, every ready endpoint has a zone, hinted endpoints per zone)
+_JudgementKey = tuple[Mechanism, int, int, bool, tuple[tuple[str, int], ...]]
+
+
+class Judgements:
+    """The judgements of one cluster capacity, memoised per entry's counts.
+
+    A judgement depends only on the capacity and (mechanism, ready count, hinted count,
+    whether every ready endpoint has a zone, hinted endpoints per zone): Services of one
+    shape share one allocation, one nearest-feasible search and one set of zone figures.
+    Like whatif.Feasibility, the memo is a value that lives as long as its capacity.
+    """
+
+    __slots__ = ("_capacity", "_memo", "allocations_computed")
+
+    def __init__(self, capacity: ClusterCapacity) -> None:
+        self._capacity = capacity
+        self._memo: dict[_JudgementKey, Judgement] = {}
+        # How many allocations were run (not served from the memo): what tests count.
+        self.allocations_computed = 0
+
+    @property
+    def capacity(self) -> ClusterCapacity:
+        return self._capacity
+
+    def judge(
+        self,
+        mechanism: Mechanism,
+        *,
+        ready: int,
+        hinted: int,
+        every_endpoint_has_zone: bool,
+        hinted_by_zone: Mapping[str, int],
+    ) -> Judgement:
+        # Hints for the empty zone name never count: no zone of the capacity is named "".
+        hinted_zones = tuple(sorted((zone, n) for zone, n in hinted_by_zone.items() if zone and n))
+        key = (mechanism, ready, hinted, every_endpoint_has_zone, hinted_zones)
+        try:
+            return self._memo[key]
+        except KeyError:
+            pass
+        judgement = self._memo[key] = self._judge(
+            mechanism, ready, hinted, every_endpoint_has_zone, dict(hinted_zones)
+        )
+        return judgement
+
+    def _judge(
+        self,
+        mechanism: Mechanism,
+        ready: int,
+        hinted: int,
+        every_endpoint_has_zone: bool,  # noqa: FBT001 - a private helper of judge()
+        hinted_by_zone: Mapping[str, int],
+    ) -> Judgement:
+        capacity = self._capacity
+        reason: DisableReason | None = None
+        allocations: Mapping[str, Allocation] = {}
+        nearest: NearestFeasible | None = None
+        if mechanism is Mechanism.AUTO:
+            self.allocations_computed += 1
+            result = allocate(capacity, ready, every_endpoint_has_zone=every_endpoint_has_zone)
+            reason, allocations = result.reason, result.allocations
+            nearest = nearest_feasible(capacity, ready)
+        state = expected_state(mechanism, reason)
+        zones = {}
+        for zone in sorted(set(capacity.zone_ratios) | set(hinted_by_zone)):
+            ratio = capacity.zone_ratios.get(zone)
+            allocation = allocations.get(zone)
+            hinted_for_zone = hinted_by_zone.get(zone, 0)
+            zones[zone] = ZoneVerdict(
+                ratio=ratio,
+                minimum=allocation.minimum if allocation else None,
+                desired=allocation.desired if allocation else None,
+                maximum=allocation.maximum if allocation else None,
+                hinted=hinted_for_zone,
+                load_factor=load_factor(ratio, ready, hinted_for_zone),
+            )
+        drift = (
+            None
+            if mechanism is Mechanism.TRAFFIC_DISTRIBUTION
+            else counted_drift_kinds(
+                mechanism,
+                hints_expected=state is ExpectedState.ENABLED,
+                ready=ready,
+                hinted=hinted,
+                allocations=allocations,
+                hinted_by_zone=hinted_by_zone,
+            )
+        )
+        return Judgement(reason, state, MappingProxyType(zones), nearest, drift)
+
+
 def evaluate_address_type(
     service: Service,
     address_type: str,
@@ -110,41 +219,45 @@ def evaluate_address_type(
     capacity: ClusterCapacity,
     nodes: ReadyNodes,
     dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES,
+    judgements: Judgements | None = None,
 ) -> ServiceVerdict:
-    """One Service's verdict for the slices of one address type, in List order."""
+    """One Service's verdict for the slices of one address type, in List order.
+
+    `judgements` shares the capacity's judgements between calls (one per capacity).
+    """
     mechanism = mechanism_of(service)
     counted = counted_endpoints(slices)
     ready = len(counted)
-    hinted_by_zone: Counter[str] = Counter()
+    # Plain dicts, not Counter.update: this runs for every endpoint on a node change.
+    hinted_by_zone: dict[str, int] = {}
+    zone_endpoints: dict[str, int] = {}
+    hinted = 0
     for endpoint in counted:
-        hinted_by_zone.update(set(endpoint.zone_hints))
-    zone_endpoints = Counter(endpoint.zone for endpoint in counted if endpoint.zone)
-
-    reason: DisableReason | None = None
-    allocations = {}
-    if mechanism is Mechanism.AUTO:
-        result = allocate(
-            capacity,
-            ready,
-            every_endpoint_has_zone=all(endpoint.zone for endpoint in counted),
+        hints = endpoint.zone_hints
+        if hints:
+            hinted += 1
+            for zone in hints if len(hints) == 1 else set(hints):
+                hinted_by_zone[zone] = hinted_by_zone.get(zone, 0) + 1
+        if endpoint.zone:
+            zone_endpoints[endpoint.zone] = zone_endpoints.get(endpoint.zone, 0) + 1
+    if judgements is None or judgements.capacity is not capacity:
+        judgements = Judgements(capacity)
+    judgement = judgements.judge(
+        mechanism,
+        ready=ready,
+        hinted=hinted,
+        every_endpoint_has_zone=sum(zone_endpoints.values()) == ready,
+        hinted_by_zone=hinted_by_zone,
+    )
+    drift = judgement.drift
+    if drift is None:
+        drift = drift_kinds(
+            mechanism,
+            hints_expected=judgement.expected_state is ExpectedState.ENABLED,
+            counted=counted,
+            allocations={},
+            hinted_by_zone=hinted_by_zone,
         )
-        reason, allocations = result.reason, dict(result.allocations)
-    state = expected_state(mechanism, reason)
-
-    zone_names = set(capacity.zone_ratios) | {zone for zone in hinted_by_zone if zone}
-    zones = {}
-    for zone in sorted(zone_names):
-        ratio = capacity.zone_ratios.get(zone)
-        allocation = allocations.get(zone)
-        zones[zone] = ZoneVerdict(
-            ratio=ratio,
-            minimum=allocation.minimum if allocation else None,
-            desired=allocation.desired if allocation else None,
-            maximum=allocation.maximum if allocation else None,
-            hinted=hinted_by_zone[zone],
-            load_factor=load_factor(ratio, ready, hinted_by_zone[zone]),
-        )
-    hinted = sum(1 for endpoint in counted if endpoint.zone_hints)
     endpoints = service_endpoints(service, address_type, slices)
     # kube-proxy's routing is section 5's proxy mode: computed once, whether configured or not.
     kube_proxy = route(DataPlane.KUBE_PROXY, endpoints, nodes)
@@ -158,25 +271,17 @@ def evaluate_address_type(
         service=service,
         address_type=address_type,
         mechanism=mechanism,
-        expected_state=state,
-        reason=reason,
+        expected_state=judgement.expected_state,
+        reason=judgement.reason,
         ready_endpoints=ready,
         hinted_endpoints=hinted,
-        zones=MappingProxyType(zones),
+        zones=judgement.zones,
         zone_endpoints=MappingProxyType(dict(sorted(zone_endpoints.items()))),
         hint_completeness=hint_completeness(ready, hinted),
         proxy=proxy_view_of(kube_proxy),
-        nearest_feasible=(
-            nearest_feasible(capacity, ready) if mechanism is Mechanism.AUTO else None
-        ),
+        nearest_feasible=judgement.nearest_feasible,
         config_issues=config_issues(service),
-        drift=drift_kinds(
-            mechanism,
-            hints_expected=state is ExpectedState.ENABLED,
-            counted=counted,
-            allocations=allocations,
-            hinted_by_zone=hinted_by_zone,
-        ),
+        drift=drift,
         carries_hints=any(
             endpoint.zone_hints or endpoint.node_hints
             for endpoint_slice in slices
@@ -186,19 +291,62 @@ def evaluate_address_type(
     )
 
 
+def rejudged(verdict: ServiceVerdict, judgements: Judgements) -> ServiceVerdict:
+    """The verdict under `judgements`' capacity, for the same slices and Ready nodes.
+
+    What a node change that moves only CPU shares asks of every entry: the counts the
+    judgement reads are in the verdict, and everything else (routing, proxy modes,
+    endpoint counts) does not depend on capacity, so the slices are not read again.
+    Equal to evaluating the entry afresh under the new capacity.
+    """
+    hinted_by_zone = {zone: figures.hinted for zone, figures in verdict.zones.items()}
+    judgement = judgements.judge(
+        verdict.mechanism,
+        ready=verdict.ready_endpoints,
+        hinted=verdict.hinted_endpoints,
+        every_endpoint_has_zone=sum(verdict.zone_endpoints.values()) == verdict.ready_endpoints,
+        hinted_by_zone=hinted_by_zone,
+    )
+    return ServiceVerdict(
+        service=verdict.service,
+        address_type=verdict.address_type,
+        mechanism=verdict.mechanism,
+        expected_state=judgement.expected_state,
+        reason=judgement.reason,
+        ready_endpoints=verdict.ready_endpoints,
+        hinted_endpoints=verdict.hinted_endpoints,
+        zones=judgement.zones,
+        zone_endpoints=verdict.zone_endpoints,
+        hint_completeness=verdict.hint_completeness,
+        proxy=verdict.proxy,
+        nearest_feasible=judgement.nearest_feasible,
+        config_issues=verdict.config_issues,
+        drift=verdict.drift if judgement.drift is None else judgement.drift,
+        carries_hints=verdict.carries_hints,
+        routing=verdict.routing,
+    )
+
+
 def evaluate_service(
     service: Service,
     slices: Sequence[EndpointSlice],
     capacity: ClusterCapacity,
     nodes: ReadyNodes,
     dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES,
+    judgements: Judgements | None = None,
 ) -> tuple[ServiceVerdict, ...]:
-    """One verdict per address type among the Service's slices, sorted by address type."""
+    """One verdict per address type among the Service's slices, sorted by address type.
+
+    Pass the same `judgements` (made for `capacity`) to every call of one node view so
+    that Services of one shape share their allocation.
+    """
+    if judgements is None or judgements.capacity is not capacity:
+        judgements = Judgements(capacity)
     by_type: dict[str, list[EndpointSlice]] = {}
     for endpoint_slice in slices:
         by_type.setdefault(endpoint_slice.address_type, []).append(endpoint_slice)
     return tuple(
-        evaluate_address_type(service, address_type, typed, capacity, nodes, dataplanes)
+        evaluate_address_type(service, address_type, typed, capacity, nodes, dataplanes, judgements)
         for address_type, typed in sorted(by_type.items())
     )
 
@@ -225,11 +373,14 @@ def evaluate(
     capacity = cluster_capacity(node_list)
     ready = ready_nodes(node_list)
     grouped = slices_by_service(slices)
+    judgements = Judgements(capacity)
     verdicts = [
         verdict
         for service in services
         if service.key in grouped
-        for verdict in evaluate_service(service, grouped[service.key], capacity, ready, dataplanes)
+        for verdict in evaluate_service(
+            service, grouped[service.key], capacity, ready, dataplanes, judgements
+        )
     ]
     verdicts.sort(key=lambda verdict: verdict.key)
     return Evaluation(

@@ -39,22 +39,43 @@ def drift_kinds(
     hinted_by_zone: Mapping[str, int],
 ) -> frozenset[DriftKind]:
     """How observed hints disagree with the expected result (the controller may just lag)."""
+    if mechanism is Mechanism.TRAFFIC_DISTRIBUTION:
+        missing = any(
+            endpoint.zone is not None and endpoint.zone not in endpoint.zone_hints
+            for endpoint in counted
+        )
+        return frozenset({DriftKind.HINTS_MISSING}) if missing else frozenset()
+    return counted_drift_kinds(
+        mechanism,
+        hints_expected=hints_expected,
+        ready=len(counted),
+        hinted=sum(1 for endpoint in counted if endpoint.zone_hints),
+        allocations=allocations,
+        hinted_by_zone=hinted_by_zone,
+    )
+
+
+def counted_drift_kinds(
+    mechanism: Mechanism,
+    *,
+    hints_expected: bool,
+    ready: int,
+    hinted: int,
+    allocations: Mapping[str, Allocation],
+    hinted_by_zone: Mapping[str, int],
+) -> frozenset[DriftKind]:
+    """drift_kinds of any mechanism but traffic-distribution, from counts alone: `hinted` of
+    the `ready` counted endpoints carry a zone hint. A capacity change re-judges from these."""
     kinds: set[DriftKind] = set()
     if mechanism is Mechanism.AUTO and hints_expected:
-        if any(not endpoint.zone_hints for endpoint in counted):
+        if hinted < ready:
             kinds.add(DriftKind.HINTS_MISSING)
         if any(
             not allocation.minimum <= hinted_by_zone.get(zone, 0) <= allocation.maximum
             for zone, allocation in allocations.items()
         ):
             kinds.add(DriftKind.ZONE_OUT_OF_RANGE)
-    elif mechanism is Mechanism.TRAFFIC_DISTRIBUTION:
-        if any(
-            endpoint.zone is not None and endpoint.zone not in endpoint.zone_hints
-            for endpoint in counted
-        ):
-            kinds.add(DriftKind.HINTS_MISSING)
-    elif any(endpoint.zone_hints for endpoint in counted):
+    elif hinted:
         # auto refused, or no mechanism at all: the controller removes every hint.
         kinds.add(DriftKind.UNEXPECTED_HINTS)
     return frozenset(kinds)

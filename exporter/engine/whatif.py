@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from types import MappingProxyType
 
@@ -601,17 +601,27 @@ class ZoneLossView:
     feasibility: Feasibility
 
 
-def zone_loss_views(nodes: Sequence[Node]) -> tuple[ZoneLossView, ...]:
-    """One view per zone label of the cluster's Nodes, in zone order."""
+def zone_loss_views(
+    nodes: Sequence[Node], same_nodes: Sequence[ZoneLossView] = ()
+) -> tuple[ZoneLossView, ...]:
+    """One view per zone label of the cluster's Nodes, in zone order.
+
+    `same_nodes`: views made for these Nodes' names, zones and readiness (only CPU moved);
+    their node sets are kept and only capacity is computed again.
+    """
     zones = sorted({node.zone for node in nodes if node.zone})
+    reusable = {view.zone: view for view in same_nodes}
     views = []
     for zone in zones:
         kept = [node for node in nodes if node.zone != zone]
+        earlier = reusable.get(zone)
         views.append(
             ZoneLossView(
                 zone=zone,
-                removed_nodes=frozenset(node.name for node in nodes if node.zone == zone),
-                nodes=ready_nodes(kept),
+                removed_nodes=earlier.removed_nodes
+                if earlier is not None
+                else frozenset(node.name for node in nodes if node.zone == zone),
+                nodes=earlier.nodes if earlier is not None else ready_nodes(kept),
                 feasibility=Feasibility(cluster_capacity(kept)),
             )
         )
@@ -650,9 +660,24 @@ def _enabled_auto_loses_hints(counted: Sequence[Endpoint], view: ZoneLossView) -
     return not view.feasibility.feasible(sum(1 for e in counted if survives(e)))
 
 
+def _survivors(counted: Sequence[Endpoint], views: Sequence[ZoneLossView]) -> list[int]:
+    """Per view (aligned), how many of the endpoints survive its zone's loss: one pass.
+
+    `_survives` for every view, inlined: a node change asks it of every enabled `auto` entry.
+    """
+    lost = [0] * len(views)
+    for endpoint in counted:
+        zone, node = endpoint.zone, endpoint.node_name
+        for index, view in enumerate(views):
+            if zone == view.zone or node in view.removed_nodes:
+                lost[index] += 1
+    return [len(counted) - gone for gone in lost]
+
+
 def _survives_not(view: ZoneLossView) -> Callable[[Endpoint], bool]:
-    survives = _survives(view)
-    return lambda endpoint: not survives(endpoint)
+    # Not `not _survives(view)(endpoint)`: one call per endpoint, not two.
+    zone, removed = view.zone, view.removed_nodes
+    return lambda endpoint: endpoint.zone == zone or endpoint.node_name in removed
 
 
 def zones_losing_hints(outcome: Outcome, views: Sequence[ZoneLossView]) -> frozenset[str]:
@@ -680,6 +705,10 @@ class EntryForecast:
     margin: Margin | None
     # The zones whose loss would take the entry's hints away (`loses-hints`).
     zones_losing_hints: frozenset[str]
+    # Enabled `auto` entries: per zone-loss view (aligned), the counted endpoints that
+    # survive it. What a capacity change re-judges zone loss from, without the slices;
+    # not part of the forecast's value.
+    survivors: tuple[int, ...] = field(default=(), compare=False)
 
 
 NO_FORECAST = EntryForecast(margin=None, zones_losing_hints=frozenset())
@@ -688,6 +717,22 @@ NO_FORECAST = EntryForecast(margin=None, zones_losing_hints=frozenset())
 def _forecast(margin: Margin | None, zones: frozenset[str]) -> EntryForecast:
     # Most entries have neither: they share one object rather than hold one each.
     return NO_FORECAST if margin is None and not zones else EntryForecast(margin, zones)
+
+
+def _enabled_auto(verdict: ServiceVerdict) -> bool:
+    return verdict.mechanism is Mechanism.AUTO and verdict.expected_state is ExpectedState.ENABLED
+
+
+def _enabled_auto_forecast(
+    margin: Margin | None, survivors: tuple[int, ...], views: Sequence[ZoneLossView]
+) -> EntryForecast:
+    """Zone loss of an enabled `auto` entry: feasibility of what survives each view."""
+    losing = frozenset(
+        view.zone
+        for view, count in zip(views, survivors, strict=True)
+        if not view.feasibility.feasible(count)
+    )
+    return EntryForecast(margin, losing, survivors)
 
 
 def entry_forecast(
@@ -706,10 +751,10 @@ def entry_forecast(
     margin = endpoint_margin(verdict, feasibility)
     if not views:
         return _forecast(margin, frozenset())
-    if verdict.mechanism is Mechanism.AUTO and verdict.expected_state is ExpectedState.ENABLED:
-        counted = counted_endpoints(slices)
-        losing = frozenset(view.zone for view in views if _enabled_auto_loses_hints(counted, view))
-        return _forecast(margin, losing)
+    if _enabled_auto(verdict):
+        return _enabled_auto_forecast(
+            margin, tuple(_survivors(counted_endpoints(slices), views)), views
+        )
     converged_today = converged_slices(verdict, slices)
     if all(c is s for c, s in zip(converged_today, slices, strict=True)):
         # The slices already carry the hints the controller converges to: the verdict's own
@@ -745,21 +790,53 @@ def entry_forecast(
     return _forecast(margin, zones_losing_hints(outcome, views))
 
 
+def depends_on_capacity(verdict: ServiceVerdict) -> bool:
+    """Whether the entry's forecast can change when only CPU shares move.
+
+    Without `auto` the expected state never depends on capacity: the margin is None and
+    zone loss is decided by the converged routing over each view's Ready nodes.
+    """
+    return verdict.mechanism is Mechanism.AUTO
+
+
 def service_forecasts(
     verdicts: Sequence[ServiceVerdict],
     slices: Sequence[EndpointSlice],
     nodes: ReadyNodes,
     feasibility: Feasibility,
     views: Sequence[ZoneLossView],
+    previous: Sequence[EntryForecast] = (),
 ) -> tuple[EntryForecast, ...]:
-    """One forecast per verdict (aligned), each from the slices of its address type."""
-    by_type: dict[str, list[EndpointSlice]] = {}
-    for endpoint_slice in slices:
-        by_type.setdefault(endpoint_slice.address_type, []).append(endpoint_slice)
-    return tuple(
-        entry_forecast(verdict, by_type.get(verdict.address_type, ()), nodes, feasibility, views)
-        for verdict in verdicts
-    )
+    """One forecast per verdict (aligned), each from the slices of its address type.
+
+    `previous`, when given, are forecasts of the same entries (aligned) made on the same
+    slices and Ready nodes, with views of the same zones and nodes, under another
+    capacity: entries whose forecast does not depend on capacity keep theirs.
+    """
+    if len(previous) != len(verdicts):
+        previous = ()
+    by_type: dict[str, list[EndpointSlice]] | None = None
+    forecasts = []
+    for index, verdict in enumerate(verdicts):
+        if previous and not depends_on_capacity(verdict):
+            forecasts.append(previous[index])
+            continue
+        survivors = previous[index].survivors if previous else ()
+        if views and survivors and _enabled_auto(verdict):
+            # What survives each zone's loss did not move: only its feasibility may have.
+            margin = endpoint_margin(verdict, feasibility)
+            forecasts.append(_enabled_auto_forecast(margin, survivors, views))
+            continue
+        if by_type is None:
+            by_type = {}
+            for endpoint_slice in slices:
+                by_type.setdefault(endpoint_slice.address_type, []).append(endpoint_slice)
+        forecasts.append(
+            entry_forecast(
+                verdict, by_type.get(verdict.address_type, ()), nodes, feasibility, views
+            )
+        )
+    return tuple(forecasts)
 
 
 def forecast_zone_loss(
