@@ -602,6 +602,8 @@ class ScaleSession:
     changes: int
     resizes: int
     plans: list[ServicePlan]
+    report: Callable[[str], None]
+    label: str = ""
     # Service index -> ready endpoints in its first slice, as last applied.
     first_slice_ready: dict[int, int] = field(default_factory=dict)
     resized_cpu: str = RESIZED_CPU[0]
@@ -618,6 +620,9 @@ class ScaleSession:
         self.first_slice_ready[index] = ready
         obj = next(endpoint_slices(svc, index, self.size.nodes, ready_count=ready))
         return obj, svc.endpoints - (in_first - ready)
+
+    def progress(self, message: str) -> None:
+        self.report(f"{self.label} {message}")
 
     def resize_node(self) -> dict[str, Any]:
         self.resized_cpu = _other_size(self.resized_cpu)
@@ -672,7 +677,7 @@ def measure_resizes(session: ScaleSession, scraper: Scraper, url: str, run: Run)
         key for key in before.keys() | current.keys() if before.get(key) != current.get(key)
     }
     run.info["affected_services"] = len(
-        {key for key in affected if key.startswith(SHARE_FAMILIES[1])}
+        {tuple(_LABEL.findall(key)) for key in affected if key.startswith(SHARE_FAMILIES[1])}
     )
     latencies = []
     for number in range(session.resizes):
@@ -702,6 +707,7 @@ def measure_live(session: ScaleSession, run: Run) -> None:
     command = exporter_command(
         "serve", "--kubeconfig", str(config), "--listen-address", address, "--log-level", "warning"
     )
+    session.progress("serve: sync and scrapes")
     with running(command) as process:
         wait_ready(url, process)
         run.values["sync_wall"] = time.perf_counter() - started
@@ -729,10 +735,12 @@ def measure_live(session: ScaleSession, run: Run) -> None:
         run.values["generate_latest"] = generate_latest * 1000
 
         with Scraper(url + "/metrics") as scraper:
+            session.progress(f"{session.changes} EndpointSlice changes")
             meter.start()
             measure_changes(session, scraper, body, run)
             run.cpu["change_p50"] = run.cpu["change_p99"] = meter.stop()
             run.values["rss_after"] = memory_mib(process.pid)[0]
+            session.progress(f"{session.resizes} node resizes (and 1 untimed)")
             meter.start()
             measure_resizes(session, scraper, url + "/metrics", run)
             run.cpu["node_change"] = meter.stop()
@@ -766,11 +774,13 @@ def peak_rss_of_serve_snapshot(snapshot: Path) -> tuple[float, float]:
 
 def one_run(session: ScaleSession) -> Run:
     run = Run()
+    session.progress("sync reference")
     cpu, wall, api_cpu, size, pages = reference_sync(session.api)
     run.values["sync_reference"], run.values["sync_reference_wall"] = cpu, wall
     run.cpu["sync_reference"] = run.cpu["sync_reference_wall"] = (cpu, api_cpu)
     run.info["list_bytes"], run.info["list_pages"] = size, pages
     measure_live(session, run)
+    session.progress("evaluate --snapshot, serve --snapshot")
     run.values["evaluate_peak"], evaluate_cpu = peak_rss_of_evaluate(session.snapshot)
     run.cpu["evaluate_peak"] = (evaluate_cpu, 0.0)
     run.values["serve_snapshot_peak"], serve_cpu = peak_rss_of_serve_snapshot(session.snapshot)
@@ -806,11 +816,11 @@ def run_scale(
         evaluator = EvaluatorAlone(size)
         try:
             session = ScaleSession(
-                size, api, evaluator, directory, snapshot, changes, resizes, plan(size)
+                size, api, evaluator, directory, snapshot, changes, resizes, plan(size), progress
             )
             results = []
             for number in range(runs):
-                progress(f"scale {scale:g}: run {number + 1} of {runs}")
+                session.label = f"scale {scale:g}, run {number + 1} of {runs}:"
                 results.append(one_run(session))
         finally:
             evaluator.close()
@@ -990,7 +1000,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--changes", type=int, default=200, help="EndpointSlice changes per run (default 200)"
     )
-    parser.add_argument("--resizes", type=int, default=6, help="node resizes per run (default 6)")
+    parser.add_argument("--resizes", type=int, default=5, help="node resizes per run (default 5)")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     args = parser.parse_args(argv)
     try:
