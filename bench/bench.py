@@ -822,6 +822,11 @@ def run_scale(
             for number in range(runs):
                 session.label = f"scale {scale:g}, run {number + 1} of {runs}:"
                 results.append(one_run(session))
+                # Each run's figures as they come, so a long run stopped early still tells.
+                session.progress(
+                    "done: "
+                    + ", ".join(f"{key} {value:.4g}" for key, value in results[-1].values.items())
+                )
         finally:
             evaluator.close()
             api.close()
