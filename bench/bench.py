@@ -137,7 +137,9 @@ FIGURES = (
            "new value, while a scraper polls; median over the resizes of a run",
            "node_change_evaluator", absolute_limit=1000, ratio_limit=2),
     Figure("node_change_evaluator", "  ref: evaluator alone", "ms",
-           "in-process, same cluster, same GC settings: decode the resized Node, "
+           "in-process, a fresh store and evaluator over the same cluster built after the "
+           "exporter stopped, same GC settings (tuned, initial state frozen): decode the "
+           "resized Node, "
            "ClusterStore.upsert_node, Evaluator.step() returns the published state; median "
            "over the resizes of a run (stops at the published state, before any rendering)",
            stops_short=True),
@@ -600,7 +602,6 @@ class ScaleSession:
 
     size: ClusterSize
     api: ApiServer
-    evaluator: EvaluatorAlone
     directory: Path
     snapshot: Path
     changes: int
@@ -612,8 +613,6 @@ class ScaleSession:
     # Service index -> ready endpoints in its first slice, as last applied.
     first_slice_ready: dict[int, int] = field(default_factory=dict)
     resized_cpu: str = RESIZED_CPU[0]
-    # The evaluator-alone's copy of the cluster is resized in step, separately.
-    evaluator_cpu: str = RESIZED_CPU[0]
 
     def toggle_endpoint(self, index: int) -> tuple[dict[str, Any], int]:
         """The Service's first slice with one endpoint toggled, and its new ready total."""
@@ -632,10 +631,6 @@ class ScaleSession:
     def resize_node(self) -> dict[str, Any]:
         self.resized_cpu = _other_size(self.resized_cpu)
         return node(RESIZED_NODE, cpu=self.resized_cpu)
-
-    def resize_evaluator_alone(self) -> float:
-        self.evaluator_cpu = _other_size(self.evaluator_cpu)
-        return self.evaluator.resize(node(RESIZED_NODE, cpu=self.evaluator_cpu))
 
 
 def _other_size(cpu: str) -> str:
@@ -696,9 +691,19 @@ def measure_resizes(session: ScaleSession, scraper: Scraper, url: str, run: Run)
         obj = session.resize_node()
         latencies.append(scraper.latency(all_visible, functools.partial(session.api.apply, obj)))
     run.values["node_change"] = statistics.median(latencies) * 1000
-    run.values["node_change_evaluator"] = (
-        statistics.median(session.resize_evaluator_alone() for _ in range(session.resizes)) * 1000
-    )
+
+
+def measure_evaluator_alone(session: ScaleSession, run: Run) -> None:
+    """The same resizes on a fresh store and evaluator, as fresh as the run's exporter."""
+    evaluator = EvaluatorAlone(session.size)
+    try:
+        cpu, seconds = RESIZED_CPU[0], []
+        for _ in range(session.resizes):
+            cpu = _other_size(cpu)
+            seconds.append(evaluator.resize(node(RESIZED_NODE, cpu=cpu)))
+    finally:
+        evaluator.close()
+    run.values["node_change_evaluator"] = statistics.median(seconds) * 1000
 
 
 def measure_live(session: ScaleSession, run: Run) -> None:
@@ -785,6 +790,8 @@ def one_run(session: ScaleSession) -> Run:
     run.cpu["sync_reference"] = run.cpu["sync_reference_wall"] = (cpu, api_cpu)
     run.info["list_bytes"], run.info["list_pages"] = size, pages
     measure_live(session, run)
+    session.progress(f"evaluator alone: {session.resizes} node resizes")
+    measure_evaluator_alone(session, run)
     session.progress("evaluate --snapshot, serve --snapshot")
     run.values["evaluate_peak"], evaluate_cpu = peak_rss_of_evaluate(session.snapshot)
     run.cpu["evaluate_peak"] = (evaluate_cpu, 0.0)
@@ -819,16 +826,14 @@ def run_scale(
     size = ClusterSize().scaled(scale)
     directory = Path(tempfile.mkdtemp(prefix="bench-"))
     try:
-        progress(f"scale {scale:g}: loading the API server and the evaluator")
+        progress(f"scale {scale:g}: loading the API server")
         snapshot = directory / "snapshot.json"
         write_snapshot(size, snapshot)
         api = ApiServer(size)
-        evaluator = EvaluatorAlone(size)
         try:
             session = ScaleSession(
                 size,
                 api,
-                evaluator,
                 directory,
                 snapshot,
                 changes,
@@ -847,7 +852,6 @@ def run_scale(
                     + ", ".join(f"{key} {value:.4g}" for key, value in results[-1].values.items())
                 )
         finally:
-            evaluator.close()
             api.close()
         for run in results:
             run.info["snapshot_bytes"] = snapshot.stat().st_size
