@@ -1,32 +1,44 @@
-"""Benchmark: sync, incremental update, scrape and memory on a synthetic cluster.
+"""Benchmark: what a change costs from the API server to the bytes a scrape gets, at any size.
 
-    python bench/bench.py                      # 5,000 nodes, 10,000 Services, 150,000 endpoints
-    python bench/bench.py --nodes 300 --services 600 --endpoints 9000   # a quick run
+    python bench/bench.py                                   # 0.1x, 0.3x, 1x, 2x; 3 runs each
+    python bench/bench.py --scales 0.1 --runs 3             # a quick run (about a minute)
+    python bench/bench.py --scales 1 --runs 3 --json out.json
 
-The test API server runs in a child process with the whole cluster loaded, so it does not
-compete with the exporter for the GIL. Every figure is measured in the same run as its
-reference, and printed as one table.
+Scale 1 is 5,000 nodes, 10,000 Services and 150,000 endpoints (bench/cluster.py, objects as
+full as a real cluster's). At each scale the test API server (tests/kubeapi) runs in a child
+process with the cluster loaded, and each run starts a real `topology-hints-exporter serve`
+process pointed at it by its own kubeconfig. Every figure is measured in each run beside
+its reference, measured in the same run under the same settings; the tables give the
+median over the runs with the min-max, and beside each measure the CPU seconds the
+exporter and the API server spent on it (the API server must not be the bottleneck).
 """
 
 from __future__ import annotations
 
 import argparse
-import gzip
+import contextlib
+import functools
+import gc
+import http.server
 import multiprocessing
 import os
+import re
+import shutil
+import socket
+import socketserver
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Self
 
 import orjson
 from prometheus_client import CollectorRegistry, generate_latest
@@ -36,20 +48,237 @@ from prometheus_client.registry import Collector
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from cluster import ClusterSize, ServicePlan, cluster_objects, endpoint_slices, plan  # noqa: E402
+from cluster import (  # noqa: E402
+    ZONE_NODE_CPU,
+    ZONES,
+    ClusterSize,
+    ServicePlan,
+    cluster_objects,
+    endpoint_slices,
+    node,
+    plan,
+)
 
-from exporter.evaluator import ExporterState  # noqa: E402
-from exporter.logs import configure_logging  # noqa: E402
+from exporter.decode import decode_endpoint_slice, decode_node, decode_service  # noqa: E402
+from exporter.evaluator import Evaluator  # noqa: E402
 from exporter.runtime import tune_garbage_collector  # noqa: E402
-from exporter.serve import Exporter, ServeOptions  # noqa: E402
+from exporter.store import ClusterStore  # noqa: E402
 from tests.kubeapi import FakeKubeAPI  # noqa: E402
 
-RESOURCE_PATHS = {
-    "nodes": "/api/v1/nodes",
-    "services": "/api/v1/services",
-    "endpointslices": "/apis/discovery.k8s.io/v1/endpointslices",
-    "events": "/api/v1/events?fieldSelector=involvedObject.kind%3DService",
-}
+# What `serve` lists at startup, with its page size (exporter/sources/listing.py).
+LIST_PATHS = (
+    "/api/v1/nodes",
+    "/api/v1/services",
+    "/apis/discovery.k8s.io/v1/endpointslices",
+    "/api/v1/events?fieldSelector=involvedObject.kind%3DService",
+)
+PAGE_SIZE = 500
+READY_ENDPOINTS = b"topology_hints_service_ready_endpoints{"
+# Families a node resize that moves CPU shares changes: the zones' ratios, and each `auto`
+# Service's per-zone allocation.
+SHARE_FAMILIES = (b"topology_hints_zone_cpu_ratio", b"topology_hints_zone_allocation_desired")
+# The node the benchmark resizes, and the two CPU sizes it alternates between.
+RESIZED_NODE = 0
+RESIZED_CPU = (ZONE_NODE_CPU[ZONES[0]], ZONE_NODE_CPU[ZONES[2]])
+MIB = 1024 * 1024
+DEFAULT_TIMEOUT = 600.0
+# A figure growing this much faster than the cluster is flagged as worse than linear (the
+# machine is noisy; smaller deviations are not findings).
+GROWTH_TOLERANCE = 1.25
+
+
+# -- what is measured ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Figure:
+    key: str
+    title: str
+    unit: str
+    definition: str
+    reference: str = ""  # key of the reference figure
+    # "over": ratio = figure / reference; "faster": ratio = reference / figure.
+    ratio_kind: str = "over"
+    ratio_limit: float | None = None  # the ratio's target (<= for "over", >= for "faster")
+    absolute_limit: float | None = None  # the figure's own target (<=), checked at 1x only
+    stops_short: bool = False  # ends before a scrape has the bytes
+
+    @property
+    def is_reference(self) -> bool:
+        return self.title.startswith("  ref:")
+
+    @property
+    def target(self) -> str:
+        parts = []
+        if self.absolute_limit is not None:
+            parts.append(f"<= {self.absolute_limit:g} {self.unit} at 1x")
+        if self.ratio_limit is not None:
+            relation = "<=" if self.ratio_kind == "over" else ">="
+            parts.append(f"ratio {relation} {self.ratio_limit:g}")
+        return ", ".join(parts)
+
+
+FIGURES = (
+    Figure("change_p50", "change -> /metrics, p50", "ms",
+           "EndpointSlice update sent to the API server (one endpoint toggles ready) -> end of "
+           "the first complete /metrics response whose ready-endpoints sample for that Service "
+           "has the new value, while a scraper fetches /metrics back to back; median over the "
+           "changes of a run", "static_fetch", ratio_limit=3),
+    Figure("change_p99", "change -> /metrics, p99", "ms",
+           "as above, 99th percentile over the changes of a run", "static_fetch", ratio_limit=5),
+    Figure("static_fetch", "  ref: static fetch of the same bytes", "ms",
+           "GET of the same bytes as the first scrape from a minimal static server "
+           "(http.server, sending them from memory, in its own process), same client, median "
+           "of 10"),
+    Figure("node_change", "node resize -> every affected series", "ms",
+           "a Node's allocatable CPU changed at the API server (moves the zones' CPU shares) -> "
+           "end of the first complete /metrics response in which every zone_cpu_ratio and "
+           "every Service's zone_allocation_desired sample that the resize changes has its "
+           "new value, while a scraper polls; median over the resizes of a run",
+           "node_change_evaluator", absolute_limit=1000, ratio_limit=2),
+    Figure("node_change_evaluator", "  ref: evaluator alone", "ms",
+           "in-process, a fresh store and evaluator over the same cluster built after the "
+           "exporter stopped, same GC settings (tuned, initial state frozen): decode the "
+           "resized Node, "
+           "ClusterStore.upsert_node, Evaluator.step() returns the published state; median "
+           "over the resizes of a run (stops at the published state, before any rendering)",
+           stops_short=True),
+    Figure("first_scrape", "first scrape after start", "ms",
+           "GET /metrics right after /readyz first answers 200 (nothing rendered for a "
+           "scrape yet) -> end of the response", "generate_latest", ratio_kind="faster",
+           ratio_limit=5),
+    Figure("generate_latest", "  ref: generate_latest", "ms",
+           "prometheus_client.generate_latest over a registry holding the same samples "
+           "(parsed from the scraped text), in-process, median of 3 (no HTTP: stops short "
+           "of a scrape)", stops_short=True),
+    Figure("steady_scrape", "steady scrape", "ms",
+           "GET /metrics with nothing changed since the previous scrape -> end of the "
+           "response; median of 9 after the first", "static_fetch", ratio_limit=2),
+    Figure("sync_cpu", "initial sync CPU", "s",
+           "CPU seconds (user + system, /proc) of the exporter process from its start to "
+           "the first 200 from /readyz (every Service evaluated)", "sync_reference",
+           ratio_limit=1.5, stops_short=True),
+    Figure("sync_reference", "  ref: fetch + orjson.loads", "s",
+           "CPU seconds of a process (GC tuned as exporter/runtime.py tunes it) fetching the "
+           "same LIST pages (page size 500) and orjson.loads-ing each", stops_short=True),
+    Figure("sync_wall", "initial sync wall", "s",
+           "wall time from starting the exporter process to the first 200 from /readyz",
+           "sync_reference_wall", stops_short=True),
+    Figure("sync_reference_wall", "  ref: fetch + orjson.loads wall", "s",
+           "wall time of the reference above", stops_short=True),
+    Figure("rss_ready", "RSS at /readyz", "MiB",
+           "resident memory of the exporter (VmRSS) when /readyz first answers 200",
+           absolute_limit=150),
+    Figure("rss_after", "RSS after scrapes and changes", "MiB",
+           "VmRSS after the first and 9 steady scrapes and the EndpointSlice changes (scraped "
+           "back to back throughout), before the node resizes", "rss_ready", ratio_limit=1.3),
+    Figure("live_peak", "  ref: live peak RSS at /readyz", "MiB",
+           "peak resident memory (VmHWM) of the live exporter when /readyz first answers 200"),
+    Figure("evaluate_peak", "evaluate --snapshot peak RSS", "MiB",
+           "peak RSS (wait4 ru_maxrss) of `evaluate --snapshot FILE`, the same cluster as a "
+           "`kubectl get -o json` List", "live_peak", ratio_limit=1.5),
+    Figure("serve_snapshot_peak", "serve --snapshot peak RSS", "MiB",
+           "peak RSS (VmHWM) of `serve --snapshot FILE` when /readyz first answers 200",
+           "live_peak", ratio_limit=1.5),
+)  # fmt: skip
+FIGURE = {figure.key: figure for figure in FIGURES}
+
+
+@dataclass
+class Run:
+    """One run's figures (ms, s or MiB as declared) and CPU seconds per measure."""
+
+    values: dict[str, float] = field(default_factory=dict)
+    # measure key -> (exporter CPU s, API server CPU s)
+    cpu: dict[str, tuple[float, float]] = field(default_factory=dict)
+    info: dict[str, float] = field(default_factory=dict)
+
+
+# -- processes and their CPU ---------------------------------------------------------------
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a live process, from /proc/PID/stat."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def memory_mib(pid: int) -> tuple[float, float]:
+    """(resident, peak resident) in MiB."""
+    fields = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+    )
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+
+
+class CpuMeter:
+    """CPU seconds two processes spend between `start` and `stop`."""
+
+    def __init__(self, exporter: int, api_server: int) -> None:
+        self._pids = (exporter, api_server)
+        self._start = (0.0, 0.0)
+
+    def start(self) -> None:
+        self._start = (cpu_seconds(self._pids[0]), cpu_seconds(self._pids[1]))
+
+    def stop(self) -> tuple[float, float]:
+        return (
+            cpu_seconds(self._pids[0]) - self._start[0],
+            cpu_seconds(self._pids[1]) - self._start[1],
+        )
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def get(url: str) -> bytes:
+    """One GET on a new connection (as each scrape of this client is), the whole body."""
+    with urllib.request.urlopen(url, timeout=600) as response:  # noqa: S310 - loopback only
+        return bytes(response.read())
+
+
+def timed_get(url: str) -> tuple[float, bytes]:
+    started = time.perf_counter()
+    body = get(url)
+    return time.perf_counter() - started, body
+
+
+def wait_ready(url: str, process: subprocess.Popen[bytes], timeout: float = 900) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{process.args!r} exited with {process.returncode}")
+        with contextlib.suppress(OSError):
+            get(url + "/readyz")
+            return
+        time.sleep(0.005)
+    raise TimeoutError(f"{url} not ready in {timeout} s")
+
+
+@contextlib.contextmanager
+def running(command: list[str]) -> Iterator[subprocess.Popen[bytes]]:
+    process = subprocess.Popen(command, cwd=ROOT)
+    try:
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def exporter_command(*arguments: str) -> list[str]:
+    return [sys.executable, "-m", "exporter", *arguments]
 
 
 # -- the API server, in a child process ----------------------------------------------------
@@ -71,96 +300,172 @@ def _serve_cluster(size: ClusterSize, conn: Connection) -> None:
             return
 
 
-@contextmanager
-def api_server(size: ClusterSize) -> Iterator[tuple[int, Callable[[dict[str, Any]], None]]]:
-    context = multiprocessing.get_context("spawn")
-    parent, child = context.Pipe()
-    process = context.Process(target=_serve_cluster, args=(size, child), daemon=True)
-    process.start()
-    port = parent.recv()
+class ApiServer:
+    """The test API server with the cluster loaded, in a child process (its own GIL)."""
 
-    def apply(obj: dict[str, Any]) -> None:
-        parent.send(("apply", obj))
-        parent.recv()
+    def __init__(self, size: ClusterSize) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._conn, child = context.Pipe()
+        self._process = context.Process(target=_serve_cluster, args=(size, child), daemon=True)
+        self._process.start()
+        self.port: int = self._conn.recv()
+        self.pid: int = self._process.pid or 0
 
-    try:
-        yield port, apply
-    finally:
-        parent.send(("stop", None))
-        parent.recv()
-        process.join(10)
+    def apply(self, obj: dict[str, Any]) -> None:
+        """Returns once the server has stored the object and queued its watch events."""
+        self._conn.send(("apply", obj))
+        self._conn.recv()
 
+    def close(self) -> None:
+        self._conn.send(("stop", None))
+        self._conn.recv()
+        self._process.join(10)
 
-def kubeconfig(port: int, directory: Path) -> Path:
-    path = directory / f"kubeconfig-{port}"
-    path.write_text(
-        f"""apiVersion: v1
+    def kubeconfig(self, directory: Path) -> Path:
+        path = directory / f"kubeconfig-{self.port}"
+        path.write_text(
+            f"""apiVersion: v1
 kind: Config
-clusters: [{{name: bench, cluster: {{server: "http://127.0.0.1:{port}"}}}}]
+clusters: [{{name: bench, cluster: {{server: "http://127.0.0.1:{self.port}"}}}}]
 users: [{{name: bench, user: {{token: bench}}}}]
 contexts: [{{name: bench, context: {{cluster: bench, user: bench}}}}]
 current-context: bench
 """
-    )
-    return path
+        )
+        return path
 
 
-# -- measurements --------------------------------------------------------------------------
+# -- references in child processes ---------------------------------------------------------
 
 
-def get(url: str, headers: dict[str, str] | None = None) -> bytes:
-    request = urllib.request.Request(url, headers=headers or {})  # noqa: S310 - loopback only
-    with urllib.request.urlopen(request, timeout=600) as response:  # noqa: S310
-        return bytes(response.read())
-
-
-def list_payloads(port: int, page_size: int) -> list[bytes]:
-    """Every LIST page the exporter reads at startup, as the API server sends them."""
-    pages = []
-    for path in RESOURCE_PATHS.values():
+def _reference_sync(port: int, conn: Connection) -> None:
+    """Fetch every LIST page the exporter reads at startup and orjson.loads it; report CPU."""
+    tune_garbage_collector()
+    started, cpu = time.perf_counter(), time.process_time()
+    size = pages = 0
+    for path in LIST_PATHS:
         token = ""
         while True:
             separator = "&" if "?" in path else "?"
-            url = f"http://127.0.0.1:{port}{path}{separator}limit={page_size}"
+            url = f"http://127.0.0.1:{port}{path}{separator}limit={PAGE_SIZE}"
             if token:
                 url += f"&continue={token}"
             body = get(url)
-            pages.append(body)
+            size += len(body)
+            pages += 1
             token = orjson.loads(body)["metadata"].get("continue") or ""
             if not token:
                 break
-    return pages
+    conn.send((time.process_time() - cpu, time.perf_counter() - started, size, pages))
 
 
-def best_of(repeat: int, action: Callable[[], object]) -> float:
-    times = []
-    for _ in range(repeat):
+def reference_sync(api: ApiServer) -> tuple[float, float, float, int, int]:
+    """(CPU s, wall s, API server CPU s, bytes, pages) of the sync reference."""
+    context = multiprocessing.get_context("spawn")
+    parent, child = context.Pipe()
+    process = context.Process(target=_reference_sync, args=(api.port, child), daemon=True)
+    api_cpu = cpu_seconds(api.pid)
+    process.start()
+    cpu, wall, size, pages = parent.recv()
+    api_cpu = cpu_seconds(api.pid) - api_cpu
+    process.join(30)
+    return cpu, wall, api_cpu, size, pages
+
+
+def _evaluator_alone(size: ClusterSize, conn: Connection) -> None:
+    """The exporter's store and evaluator over the cluster, timed per node resize."""
+    tune_garbage_collector()
+    store = ClusterStore()
+    nodes, services, slices = [], [], []
+    for obj in cluster_objects(size):
+        kind = obj["kind"]
+        if kind == "Node":
+            nodes.append(decode_node(obj))
+        elif kind == "Service":
+            services.append(decode_service(obj))
+        else:
+            slices.append(decode_endpoint_slice(obj))
+    store.replace_nodes(nodes)
+    store.replace_services(services)
+    store.replace_endpoint_slices(slices)
+    del nodes, services, slices
+    evaluator = Evaluator(store)
+    evaluator.step()
+    # As `serve` does once synced: later collections skip the initial snapshot.
+    gc.freeze()
+    conn.send(None)
+    while True:
+        command, payload = conn.recv()
+        if command == "stop":
+            return
         started = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - started)
-    return min(times)
+        store.upsert_node(decode_node(payload))
+        evaluator.step()
+        conn.send(time.perf_counter() - started)
 
 
-def rss_mib(pid: int) -> tuple[float, float]:
-    """(resident, peak resident) in MiB."""
-    fields = dict(
-        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-    )
-    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+class EvaluatorAlone:
+    def __init__(self, size: ClusterSize) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._conn, child = context.Pipe()
+        self._process = context.Process(target=_evaluator_alone, args=(size, child), daemon=True)
+        self._process.start()
+        self._conn.recv()
+
+    def resize(self, obj: dict[str, Any]) -> float:
+        self._conn.send(("node", obj))
+        seconds: float = self._conn.recv()
+        return seconds
+
+    def close(self) -> None:
+        self._conn.send(("stop", None))
+        self._process.join(10)
 
 
-def wait_ready(url: str, process: subprocess.Popen[bytes], timeout: float = 600) -> float:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the exporter exited with {process.returncode}")
-        try:
-            if get(url + "/readyz"):
-                return time.perf_counter()
-        except OSError:
-            pass
-        time.sleep(0.005)
-    raise TimeoutError("exporter not ready")
+class _QuietHandler(http.server.BaseHTTPRequestHandler):
+    body = b""
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+        self.send_header("Content-Length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, *_args: object) -> None:
+        pass
+
+
+def _static_server(path: str, port: int) -> None:
+    _QuietHandler.body = Path(path).read_bytes()
+    with socketserver.ThreadingTCPServer(("127.0.0.1", port), _QuietHandler) as server:
+        server.serve_forever()
+
+
+@contextlib.contextmanager
+def static_server(body: bytes, directory: Path) -> Iterator[str]:
+    """A minimal static HTTP server sending `body`, in its own process; yields its URL."""
+    path = directory / "metrics.txt"
+    path.write_bytes(body)
+    port = free_port()
+    context = multiprocessing.get_context("spawn")
+    process = context.Process(target=_static_server, args=(str(path), port), daemon=True)
+    process.start()
+    url = f"http://127.0.0.1:{port}/metrics"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                get(url)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+        yield url
+    finally:
+        process.terminate()
+        process.join(10)
 
 
 class StaticCollector(Collector):
@@ -171,118 +476,119 @@ class StaticCollector(Collector):
         return iter(self._families)
 
 
-def measure_subprocess(
-    port: int, directory: Path, free_port: int, scrapes: int
-) -> dict[str, float]:
-    """Initial sync, memory and scrape, on the real command in its own process."""
-    config = kubeconfig(port, directory)
-    address = f"127.0.0.1:{free_port}"
-    started = time.perf_counter()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "exporter", "serve", "--kubeconfig", str(config),
-         "--listen-address", address, "--log-level", "warning"],
-        cwd=ROOT,
-    )  # fmt: skip
-    try:
-        url = f"http://{address}"
-        ready_at = wait_ready(url, process)
-        rss, peak = rss_mib(process.pid)
-        body = get(url + "/metrics")
-        scrape_time = statistics.median(
-            best_of(1, lambda: get(url + "/metrics")) for _ in range(scrapes)
-        )
-        gzip_body = get(url + "/metrics", {"Accept-Encoding": "gzip"})
-        gzip_time = statistics.median(
-            best_of(1, lambda: get(url + "/metrics", {"Accept-Encoding": "gzip"}))
-            for _ in range(scrapes)
-        )
-    finally:
-        process.terminate()
-        process.wait(30)
-    if not gzip.decompress(gzip_body).startswith(b"#"):
-        raise RuntimeError("the gzip response is not a gzipped exposition")
+def generate_latest_seconds(body: bytes, repeat: int = 3) -> tuple[float, int]:
+    """Median time of generate_latest over the scraped samples, and how many there are."""
     families = list(text_string_to_metric_families(body.decode()))
     registry = CollectorRegistry(auto_describe=False)
     registry.register(StaticCollector(families))
-    samples = sum(len(family.samples) for family in families)
-    reference = statistics.median(
-        best_of(1, lambda: generate_latest(registry)) for _ in range(scrapes)
-    )
-    return {
-        "sync": ready_at - started,
-        "rss": rss,
-        "peak": peak,
-        "scrape": scrape_time,
-        "scrape_bytes": len(body),
-        "scrape_gzip": gzip_time,
-        "scrape_gzip_bytes": len(gzip_body),
-        "generate_latest": reference,
-        "samples": samples,
-    }
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        generate_latest(registry)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times), sum(len(family.samples) for family in families)
 
 
-def toggled_slice(svc: ServicePlan, index: int, nodes: int, ready: int) -> dict[str, Any]:
-    return next(endpoint_slices(svc, index, nodes, ready_count=ready))
+# -- watching /metrics ---------------------------------------------------------------------
 
 
-def measure_incremental(size: ClusterSize, directory: Path, samples: int) -> list[float]:
-    """From one EndpointSlice MODIFIED to the state the next scrape renders, in-process."""
-    plans = plan(size)
-    candidates = [
-        (i, svc) for i, svc in enumerate(plans) if svc.kind == "auto" and svc.endpoints > 2
-    ]
-    with api_server(size) as (port, apply):
-        options = ServeOptions(
-            listen_address="127.0.0.1:0",
-            kubeconfig=str(kubeconfig(port, directory)),
-            log_level="warning",
-        )
-        exporter = Exporter(options)
-        published = threading.Event()
-        target: dict[str, Any] = {}
+class Scraper:
+    """Fetches /metrics back to back and reports when a response first satisfies a check."""
 
-        def on_publish(state: ExporterState) -> None:
-            key = target.get("key")
-            if key is None:
-                return
-            result = state.services.get(key)
-            if result is not None and result.verdicts[0].ready_endpoints == target["ready"]:
-                target["at"] = time.perf_counter()
-                published.set()
+    def __init__(self, url: str, timeout: float) -> None:
+        self._url = url
+        self._timeout = timeout
+        self._lock = threading.Lock()
+        self._check: Callable[[bytes], bool] | None = None
+        self._since = 0.0
+        self._latency = 0.0
+        self._found = threading.Event()
+        self._stop = threading.Event()
+        self._error: BaseException | None = None
+        self.scrapes = 0
+        self._thread = threading.Thread(target=self._loop, name="scraper", daemon=True)
 
-        exporter.evaluator.add_listener(on_publish)
-        exporter.start()
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join(600)
+
+    def _loop(self) -> None:
         try:
-            while not exporter.readiness()[0]:
-                time.sleep(0.01)
-            latencies = []
-            for sample in range(samples):
-                index, svc = candidates[sample % len(candidates)]
-                # Toggle one endpoint of the first slice between ready and not ready.
-                in_first = min(svc.endpoints, 100)
-                ready = in_first - 1 if sample // len(candidates) % 2 == 0 else in_first
-                total_ready = svc.endpoints - (in_first - ready)
-                published.clear()
-                target.update(key=(svc.namespace, svc.name), ready=total_ready)
-                body = toggled_slice(svc, index, size.nodes, ready)
-                started = time.perf_counter()
-                apply(body)
-                if not published.wait(30):
-                    raise TimeoutError(f"no evaluation for {svc.name}")
-                latencies.append(target["at"] - started)
-                target.pop("key")
-            # The last change is on /metrics too.
-            text = get(f"http://127.0.0.1:{exporter.server.port}/metrics").decode()
-            needle = (
-                "topology_hints_service_ready_endpoints"
-                f'{{address_type="IPv4",namespace="{svc.namespace}",service="{svc.name}"}} '
-                f"{float(total_ready)}"
-            )
-            if needle not in text:
-                raise RuntimeError(f"the last update is not on /metrics: {needle}")
-        finally:
-            exporter.stop()
-    return latencies
+            while not self._stop.is_set():
+                body = get(self._url)
+                ended = time.perf_counter()
+                self.scrapes += 1
+                with self._lock:
+                    check, since = self._check, self._since
+                if check is not None and check(body):
+                    with self._lock:
+                        self._check = None
+                    self._latency = ended - since
+                    self._found.set()
+        except BaseException as error:  # noqa: BLE001 - reported to the waiting thread
+            self._error = error
+            self._found.set()
+
+    def latency(self, check: Callable[[bytes], bool], change: Callable[[], None]) -> float:
+        """Seconds from just before `change()` to the end of the first response passing `check`.
+
+        The check is armed before the change is made: no response can pass it earlier,
+        because the value it looks for differs from the current one.
+        """
+        self._found.clear()
+        with self._lock:
+            self._check, self._since = check, time.perf_counter()
+        change()
+        if not self._found.wait(self._timeout):
+            raise TimeoutError(f"the change did not reach /metrics in {self._timeout:g} s")
+        if self._error is not None:
+            raise RuntimeError(f"the scraper failed: {self._error}") from self._error
+        return self._latency
+
+
+_LABEL = re.compile(rb'(namespace|service)="([^"]*)"')
+
+
+def ready_series(body: bytes) -> dict[tuple[str, str], bytes]:
+    """(namespace, Service) -> its ready-endpoints sample line up to the value, with the space."""
+    series = {}
+    for line in body.splitlines():
+        if line.startswith(READY_ENDPOINTS):
+            prefix = line[: line.rindex(b" ") + 1]
+            labels = {key.decode(): value.decode() for key, value in _LABEL.findall(prefix)}
+            series[labels["namespace"], labels["service"]] = prefix
+    return series
+
+
+def sample_value(body: bytes, prefix: bytes) -> float | None:
+    start = body.find(prefix)
+    if start < 0:
+        return None
+    start += len(prefix)
+    end = body.find(b"\n", start)
+    return float(body[start : end if end >= 0 else len(body)].split(b" ", 1)[0])
+
+
+def share_samples(body: bytes) -> dict[bytes, bytes]:
+    """Every sample of the families a CPU-share move changes: series -> value text."""
+    samples = {}
+    for family in SHARE_FAMILIES:
+        start = body.find(b"\n" + family + b"{")
+        if start < 0:
+            continue
+        end = body.find(b"\n#", start + 1)
+        for line in body[start + 1 : end if end >= 0 else len(body)].splitlines():
+            if line.startswith(family + b"{"):
+                series, _, value = line.rpartition(b" ")
+                samples[series] = value
+    return samples
+
+
+# -- one scale -----------------------------------------------------------------------------
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -290,106 +596,478 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
+@dataclass
+class ScaleSession:
+    """Everything shared by the runs at one scale; the API server's objects persist."""
+
+    size: ClusterSize
+    api: ApiServer
+    directory: Path
+    snapshot: Path
+    changes: int
+    resizes: int
+    plans: list[ServicePlan]
+    report: Callable[[str], None]
+    timeout: float = DEFAULT_TIMEOUT
+    label: str = ""
+    # Service index -> ready endpoints in its first slice, as last applied.
+    first_slice_ready: dict[int, int] = field(default_factory=dict)
+    resized_cpu: str = RESIZED_CPU[0]
+
+    def toggle_endpoint(self, index: int) -> tuple[dict[str, Any], int]:
+        """The Service's first slice with one endpoint toggled, and its new ready total."""
+        svc = self.plans[index]
+        in_first = min(svc.endpoints, 100)
+        ready = (
+            in_first - 1 if self.first_slice_ready.get(index, in_first) == in_first else in_first
+        )
+        self.first_slice_ready[index] = ready
+        obj = next(endpoint_slices(svc, index, self.size.nodes, ready_count=ready))
+        return obj, svc.endpoints - (in_first - ready)
+
+    def progress(self, message: str) -> None:
+        self.report(f"{self.label} {message}")
+
+    def resize_node(self) -> dict[str, Any]:
+        self.resized_cpu = _other_size(self.resized_cpu)
+        return node(RESIZED_NODE, cpu=self.resized_cpu)
+
+
+def _other_size(cpu: str) -> str:
+    return RESIZED_CPU[1] if cpu == RESIZED_CPU[0] else RESIZED_CPU[0]
+
+
+def measure_changes(session: ScaleSession, scraper: Scraper, body: bytes, run: Run) -> None:
+    series = ready_series(body)
+    index_of = {(svc.namespace, svc.name): i for i, svc in enumerate(session.plans)}
+    candidates = [index_of[key] for key in series if session.plans[index_of[key]].endpoints > 1]
+    if not candidates:
+        raise RuntimeError("no exported Service to change: the cluster is too small")
+    latencies = []
+    for number in range(session.changes):
+        index = candidates[number % len(candidates)]
+        svc = session.plans[index]
+        prefix = series[svc.namespace, svc.name]
+        obj, ready = session.toggle_endpoint(index)
+
+        def has_value(body: bytes, prefix: bytes = prefix, ready: int = ready) -> bool:
+            return sample_value(body, prefix) == ready
+
+        latencies.append(scraper.latency(has_value, functools.partial(session.api.apply, obj)))
+    run.values["change_p50"] = statistics.median(latencies) * 1000
+    run.values["change_p99"] = percentile(latencies, 0.99) * 1000
+    run.info["changes"] = len(latencies)
+
+
+def measure_resizes(session: ScaleSession, scraper: Scraper, url: str, run: Run) -> None:
+    before = share_samples(get(url))
+    # One untimed resize learns what the other size looks like on /metrics.
+    session.api.apply(session.resize_node())
+    deadline = time.monotonic() + session.timeout
+    previous: dict[bytes, bytes] | None = None
+    while True:
+        current = share_samples(get(url))
+        if current != before and current == previous:
+            break
+        if time.monotonic() > deadline:
+            raise TimeoutError("the node resize did not reach /metrics")
+        previous = current
+    states = (before, current)
+    affected = {
+        key for key in before.keys() | current.keys() if before.get(key) != current.get(key)
+    }
+    run.info["affected_services"] = len(
+        {tuple(_LABEL.findall(key)) for key in affected if key.startswith(SHARE_FAMILIES[1])}
+    )
+    latencies = []
+    for number in range(session.resizes):
+        target = states[number % 2]
+        wanted = {key: target.get(key) for key in affected}
+
+        def all_visible(body: bytes, wanted: dict[bytes, bytes | None] = wanted) -> bool:
+            samples = share_samples(body)
+            return all(samples.get(key) == value for key, value in wanted.items())
+
+        obj = session.resize_node()
+        latencies.append(scraper.latency(all_visible, functools.partial(session.api.apply, obj)))
+    run.values["node_change"] = statistics.median(latencies) * 1000
+
+
+def measure_evaluator_alone(session: ScaleSession, run: Run) -> None:
+    """The same resizes on a fresh store and evaluator, as fresh as the run's exporter."""
+    evaluator = EvaluatorAlone(session.size)
+    try:
+        cpu, seconds = RESIZED_CPU[0], []
+        for _ in range(session.resizes):
+            cpu = _other_size(cpu)
+            seconds.append(evaluator.resize(node(RESIZED_NODE, cpu=cpu)))
+    finally:
+        evaluator.close()
+    run.values["node_change_evaluator"] = statistics.median(seconds) * 1000
+
+
+def measure_live(session: ScaleSession, run: Run) -> None:
+    """Sync, scrapes, changes and memory of one `serve` process."""
+    api = session.api
+    address = f"127.0.0.1:{free_port()}"
+    url = f"http://{address}"
+    config = session.api.kubeconfig(session.directory)
+    api_cpu = cpu_seconds(api.pid)
+    started = time.perf_counter()
+    command = exporter_command(
+        "serve", "--kubeconfig", str(config), "--listen-address", address, "--log-level", "warning"
+    )
+    session.progress("serve: sync and scrapes")
+    with running(command) as process:
+        wait_ready(url, process)
+        run.values["sync_wall"] = time.perf_counter() - started
+        run.values["sync_cpu"] = cpu_seconds(process.pid)
+        run.cpu["sync_cpu"] = (run.values["sync_cpu"], cpu_seconds(api.pid) - api_cpu)
+        run.cpu["sync_wall"] = run.cpu["sync_cpu"]
+        run.values["rss_ready"], run.values["live_peak"] = memory_mib(process.pid)
+        meter = CpuMeter(process.pid, api.pid)
+
+        meter.start()
+        first, body = timed_get(url + "/metrics")
+        run.cpu["first_scrape"] = meter.stop()
+        run.values["first_scrape"] = first * 1000
+        meter.start()
+        steady = [timed_get(url + "/metrics")[0] for _ in range(9)]
+        exporter_cpu, api_cpu = meter.stop()
+        run.cpu["steady_scrape"] = (exporter_cpu / 9, api_cpu / 9)
+        run.values["steady_scrape"] = statistics.median(steady) * 1000
+        run.info["scrape_bytes"] = len(body)
+
+        with static_server(body, session.directory) as static_url:
+            fetches = [timed_get(static_url)[0] for _ in range(10)]
+        run.values["static_fetch"] = statistics.median(fetches) * 1000
+        generate_latest, run.info["samples"] = generate_latest_seconds(body)
+        run.values["generate_latest"] = generate_latest * 1000
+
+        with Scraper(url + "/metrics", session.timeout) as scraper:
+            session.progress(f"{session.changes} EndpointSlice changes")
+            meter.start()
+            measure_changes(session, scraper, body, run)
+            run.cpu["change_p50"] = run.cpu["change_p99"] = meter.stop()
+            run.values["rss_after"] = memory_mib(process.pid)[0]
+            session.progress(f"{session.resizes} node resizes (and 1 untimed)")
+            meter.start()
+            measure_resizes(session, scraper, url + "/metrics", run)
+            run.cpu["node_change"] = meter.stop()
+        run.info["scrapes_while_changing"] = scraper.scrapes
+
+
+def peak_rss_of_evaluate(snapshot: Path) -> tuple[float, float]:
+    """(peak RSS MiB, CPU s) of `evaluate --snapshot`, from wait4's rusage."""
+    process = subprocess.Popen(
+        exporter_command("evaluate", "--snapshot", str(snapshot)),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+    )
+    _pid, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise RuntimeError(f"evaluate --snapshot exited with {process.returncode}")
+    return usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
+
+
+def peak_rss_of_serve_snapshot(snapshot: Path) -> tuple[float, float]:
+    """(peak RSS MiB, CPU s) of `serve --snapshot` when ready."""
+    address = f"127.0.0.1:{free_port()}"
+    command = exporter_command(
+        "serve", "--snapshot", str(snapshot), "--listen-address", address, "--log-level", "warning"
+    )
+    with running(command) as process:
+        wait_ready(f"http://{address}", process)
+        return memory_mib(process.pid)[1], cpu_seconds(process.pid)
+
+
+def one_run(session: ScaleSession) -> Run:
+    run = Run()
+    session.progress("sync reference")
+    cpu, wall, api_cpu, size, pages = reference_sync(session.api)
+    run.values["sync_reference"], run.values["sync_reference_wall"] = cpu, wall
+    run.cpu["sync_reference"] = run.cpu["sync_reference_wall"] = (cpu, api_cpu)
+    run.info["list_bytes"], run.info["list_pages"] = size, pages
+    measure_live(session, run)
+    session.progress(f"evaluator alone: {session.resizes} node resizes")
+    measure_evaluator_alone(session, run)
+    session.progress("evaluate --snapshot, serve --snapshot")
+    run.values["evaluate_peak"], evaluate_cpu = peak_rss_of_evaluate(session.snapshot)
+    run.cpu["evaluate_peak"] = (evaluate_cpu, 0.0)
+    run.values["serve_snapshot_peak"], serve_cpu = peak_rss_of_serve_snapshot(session.snapshot)
+    run.cpu["serve_snapshot_peak"] = (serve_cpu, 0.0)
+    return run
+
+
+def write_snapshot(size: ClusterSize, path: Path) -> None:
+    """The cluster as `kubectl get nodes,services,endpointslices -A -o json` prints it."""
+    with path.open("wb") as out:
+        _write_list(size, out)
+
+
+def _write_list(size: ClusterSize, out: BinaryIO) -> None:
+    out.write(b'{"apiVersion":"v1","kind":"List","metadata":{"resourceVersion":""},"items":[')
+    for number, obj in enumerate(cluster_objects(size)):
+        if number:
+            out.write(b",")
+        out.write(orjson.dumps(obj))
+    out.write(b"]}")
+
+
+def run_scale(
+    scale: float,
+    runs: int,
+    changes: int,
+    resizes: int,
+    timeout: float,
+    progress: Callable[[str], None],
+) -> list[Run]:
+    size = ClusterSize().scaled(scale)
+    directory = Path(tempfile.mkdtemp(prefix="bench-"))
+    try:
+        progress(f"scale {scale:g}: loading the API server")
+        snapshot = directory / "snapshot.json"
+        write_snapshot(size, snapshot)
+        api = ApiServer(size)
+        try:
+            session = ScaleSession(
+                size,
+                api,
+                directory,
+                snapshot,
+                changes,
+                resizes,
+                plan(size),
+                progress,
+                timeout,
+            )
+            results = []
+            for number in range(runs):
+                session.label = f"scale {scale:g}, run {number + 1} of {runs}:"
+                results.append(one_run(session))
+                # Each run's figures as they come, so a long run stopped early still tells.
+                session.progress(
+                    "done: "
+                    + ", ".join(f"{key} {value:.4g}" for key, value in results[-1].values.items())
+                )
+        finally:
+            api.close()
+        for run in results:
+            run.info["snapshot_bytes"] = snapshot.stat().st_size
+        return results
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+# -- reporting -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Summary:
+    median: float
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, values: list[float]) -> Summary:
+        return cls(statistics.median(values), min(values), max(values))
+
+    def text(self, unit: str) -> str:
+        digits = 2 if unit == "s" or self.median < 10 else 1 if self.median < 100 else 0
+        return f"{self.median:.{digits}f} [{self.low:.{digits}f}-{self.high:.{digits}f}] {unit}"
+
+
+def ratio_of(figure: Figure, run: Run) -> float | None:
+    if not figure.reference:
+        return None
+    value, reference = run.values[figure.key], run.values[figure.reference]
+    if figure.ratio_kind == "faster":
+        return reference / value if value else None
+    return value / reference if reference else None
+
+
+def met(figure: Figure, scale: float, value: Summary, ratio: Summary | None) -> str:
+    checks = []
+    if figure.absolute_limit is not None and scale == 1:
+        checks.append(value.median <= figure.absolute_limit)
+    if figure.ratio_limit is not None and ratio is not None:
+        checks.append(
+            ratio.median <= figure.ratio_limit
+            if figure.ratio_kind == "over"
+            else ratio.median >= figure.ratio_limit
+        )
+    if not checks:
+        return ""
+    return "yes" if all(checks) else "NO"
+
+
+def scale_report(scale: float, runs: list[Run]) -> dict[str, Any]:
+    figures: dict[str, Any] = {}
+    for figure in FIGURES:
+        value = Summary.of([run.values[figure.key] for run in runs])
+        ratios = [r for r in (ratio_of(figure, run) for run in runs) if r is not None]
+        ratio = Summary.of(ratios) if ratios else None
+        cpu = [run.cpu[figure.key] for run in runs if figure.key in run.cpu]
+        figures[figure.key] = {
+            "runs": [run.values[figure.key] for run in runs],
+            "median": value.median,
+            "min": value.low,
+            "max": value.high,
+            "unit": figure.unit,
+            "ratio": asdict(ratio) if ratio else None,
+            "met": met(figure, scale, value, ratio) or None,
+            "cpu_exporter_s": statistics.median(c[0] for c in cpu) if cpu else None,
+            "cpu_api_server_s": statistics.median(c[1] for c in cpu) if cpu else None,
+        }
+    info = {key: statistics.median(run.info[key] for run in runs) for key in runs[0].info}
+    return {"scale": scale, "size": asdict(ClusterSize().scaled(scale)), "info": info,
+            "figures": figures}  # fmt: skip
+
+
+def print_table(rows: list[list[str]]) -> None:
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    for number, row in enumerate(rows):
+        print(
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        )
+        if number == 0:
+            print("  ".join("-" * width for width in widths))
+
+
+def print_scale(report: dict[str, Any]) -> None:
+    size, info = report["size"], report["info"]
+    print(
+        f"\n## scale {report['scale']:g}: {size['nodes']} nodes, {size['services']} Services, "
+        f"{size['endpoints']} endpoints; LIST {info['list_bytes'] / 1e6:.1f} MB in "
+        f"{info['list_pages']:.0f} pages; /metrics {info['scrape_bytes'] / 1e6:.2f} MB, "
+        f"{info['samples']:.0f} samples; {info['changes']:.0f} changes, "
+        f"{info['affected_services']:.0f} Services moved by a resize; snapshot "
+        f"{info['snapshot_bytes'] / 1e6:.1f} MB\n"
+    )
+    rows = [["measure", "median [min-max]", "reference median [min-max]", "ratio", "target",
+             "met?", "CPU s exporter / API server"]]  # fmt: skip
+    figures = report["figures"]
+    for figure in FIGURES:
+        if figure.is_reference:
+            continue  # printed beside the measures that use it
+        data = figures[figure.key]
+        value = Summary(data["median"], data["min"], data["max"]).text(figure.unit)
+        reference = ratio = ""
+        if figure.reference:
+            ref = figures[figure.reference]
+            reference_figure = FIGURE[figure.reference]
+            reference = f"{reference_figure.title.strip().removeprefix('ref: ')}: " + Summary(
+                ref["median"], ref["min"], ref["max"]
+            ).text(reference_figure.unit)
+            if data["ratio"]:
+                r = data["ratio"]
+                faster = " faster" if figure.ratio_kind == "faster" else ""
+                ratio = f"{r['median']:.2f}x{faster} [{r['low']:.2f}-{r['high']:.2f}]"
+        cpu = ""
+        if data["cpu_exporter_s"] is not None:
+            cpu = f"{data['cpu_exporter_s']:.2f} / {data['cpu_api_server_s']:.2f}"
+        title = figure.title + (" *" if figure.stops_short else "")
+        rows.append([title, value, reference, ratio, figure.target, data["met"] or "", cpu])
+    print_table(rows)
+
+
+def growth_report(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each figure's growth from the smallest scale, against the cluster's growth."""
+    base = reports[0]
+    growth: dict[str, Any] = {}
+    for figure in FIGURES:
+        first = base["figures"][figure.key]["median"]
+        entries = []
+        for report in reports:
+            cluster = report["scale"] / base["scale"]
+            value = report["figures"][figure.key]["median"]
+            factor = value / first if first else float("nan")
+            entries.append({"scale": report["scale"], "growth": factor, "cluster_growth": cluster,
+                            "worse_than_linear": factor > cluster * GROWTH_TOLERANCE})  # fmt: skip
+        growth[figure.key] = entries
+    return growth
+
+
+def print_growth(reports: list[dict[str, Any]], growth: dict[str, Any]) -> None:
+    scales = [report["scale"] for report in reports]
+    print(
+        f"\n## growth from scale {scales[0]:g} (figure's median / its median at {scales[0]:g}; "
+        f"cluster grows {', '.join(f'{s / scales[0]:g}x' for s in scales)}; ! = worse than "
+        f"linear by more than {GROWTH_TOLERANCE:g}x)\n"
+    )
+    rows = [["figure", *(f"{scale:g}x" for scale in scales), "linear or better?"]]
+    for figure in FIGURES:
+        entries = growth[figure.key]
+        cells = [
+            f"{entry['growth']:.2f}" + ("!" if entry["worse_than_linear"] else "")
+            for entry in entries
+        ]
+        worse = [f"{e['scale']:g}x" for e in entries if e["worse_than_linear"]]
+        rows.append([figure.title.strip(), *cells, f"NO at {', '.join(worse)}" if worse else "yes"])
+    print_table(rows)
+
+
+def print_definitions() -> None:
+    print("## what each figure measures (* = stops short of a scrape)\n")
+    for figure in FIGURES:
+        star = " *" if figure.stops_short else ""
+        print(f"- {figure.title.strip()}{star}: {figure.definition}.")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--nodes", type=int, default=5000)
-    parser.add_argument("--services", type=int, default=10000)
-    parser.add_argument("--endpoints", type=int, default=150000)
-    parser.add_argument("--small-services", type=int, default=100)
-    parser.add_argument("--samples", type=int, default=200, help="incremental updates measured")
-    parser.add_argument("--scrapes", type=int, default=5)
-    parser.add_argument("--page-size", type=int, default=500)
-    args = parser.parse_args(argv)
-    configure_logging("warning", "console")
-    size = ClusterSize(nodes=args.nodes, services=args.services, endpoints=args.endpoints)
-    ratio = args.small_services / args.services
-    small = replace(
-        size,
-        nodes=max(30, round(args.nodes * ratio)),
-        services=args.small_services,
-        endpoints=max(args.small_services, round(args.endpoints * ratio)),
+    parser.add_argument(
+        "--scales",
+        default="0.1,0.3,1,2",
+        help="comma-separated factors on 5,000 nodes / 10,000 Services / 150,000 endpoints",
     )
-    with tempfile.TemporaryDirectory() as scratch:
-        directory = Path(scratch)
-        with api_server(size) as (port, _apply):
-            pages = list_payloads(port, args.page_size)
-            payload = sum(len(page) for page in pages)
-            # The reference as a default Python process runs it, then with the garbage
-            # collector tuned as `serve` tunes it (both printed; the ratio uses the first).
-            reference_sync = best_of(3, lambda: [orjson.loads(page) for page in pages])
-            tune_garbage_collector()
-            reference_tuned = best_of(3, lambda: [orjson.loads(page) for page in pages])
-            with socket_port() as free:
-                full = measure_subprocess(port, directory, free, args.scrapes)
-        full_incremental = measure_incremental(size, directory, args.samples)
-        small_incremental = measure_incremental(small, directory, args.samples)
+    parser.add_argument("--runs", type=int, default=3, help="runs per scale (default 3)")
+    parser.add_argument(
+        "--changes", type=int, default=200, help="EndpointSlice changes per run (default 200)"
+    )
+    parser.add_argument("--resizes", type=int, default=5, help="node resizes per run (default 5)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        help=f"seconds a change may take to reach /metrics (default {DEFAULT_TIMEOUT:g})",
+    )
+    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    args = parser.parse_args(argv)
+    try:
+        scales = sorted(float(text) for text in args.scales.split(","))
+    except ValueError:
+        parser.error(f"--scales: not a comma-separated list of numbers: {args.scales}")
+    if any(scale <= 0 for scale in scales) or args.runs < 1 or args.changes < 1 or args.resizes < 1:
+        parser.error("scales, --runs, --changes and --resizes must be positive")
 
-    full_median = statistics.median(full_incremental)
-    small_median = statistics.median(small_incremental)
-    full_p99 = percentile(full_incremental, 0.99)
-    small_p99 = percentile(small_incremental, 0.99)
-    scale = f"{size.nodes} nodes, {size.services} Services, {size.endpoints} endpoints"
-    scrape = f"{full['scrape'] * 1000:.1f} ms, {full['scrape_bytes'] / 1e6:.1f} MB"
-    small_name = f"{args.small_services} Services"
-    rows = [
-        ("cluster", scale, "", ""),
-        ("LIST payload", f"{payload / 1e6:.1f} MB in {len(pages)} pages", "", ""),
-        (
-            "initial sync (process start to /readyz)",
-            f"{full['sync']:.2f} s",
-            f"orjson.loads: {reference_sync:.2f} s ({reference_tuned:.2f} s with tuned gc)",
-            f"{full['sync'] / reference_sync:.2f}x (target <= 1.5x)",
-        ),
-        (
-            "incremental, median",
-            f"{full_median * 1000:.2f} ms",
-            f"{small_name}: {small_median * 1000:.2f} ms",
-            f"{full_median / small_median:.2f}x (target <= 2x; median <= 2 ms)",
-        ),
-        (
-            "incremental, p99",
-            f"{full_p99 * 1000:.2f} ms",
-            f"{small_name}: {small_p99 * 1000:.2f} ms",
-            "",
-        ),
-        (
-            "scrape /metrics",
-            f"{scrape}, {full['samples']} samples",
-            f"generate_latest: {full['generate_latest'] * 1000:.1f} ms",
-            f"{full['generate_latest'] / full['scrape']:.1f}x faster (target >= 5x)",
-        ),
-        (
-            "scrape /metrics, gzip",
-            f"{full['scrape_gzip'] * 1000:.1f} ms, {full['scrape_gzip_bytes'] / 1e6:.2f} MB",
-            "",
-            "",
-        ),
-        (
-            "resident memory after sync",
-            f"{full['rss']:.0f} MiB (peak {full['peak']:.0f} MiB)",
-            "",
-            "target <= 400 MB",
-        ),
-    ]
-    widths = [max(len(row[column]) for row in rows) for column in range(4)]
-    print(f"cores: {os.cpu_count()}, python {sys.version.split()[0]}")
-    for row in rows:
-        print(
-            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        )
+    def progress(message: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+    print(f"cores: {os.cpu_count()}, python {sys.version.split()[0]}, {args.runs} runs a scale")
+    print_definitions()
+    reports = []
+    for scale in scales:
+        runs = run_scale(scale, args.runs, args.changes, args.resizes, args.timeout, progress)
+        reports.append(scale_report(scale, runs))
+        print_scale(reports[-1])
+    growth = growth_report(reports)
+    if len(reports) > 1:
+        print_growth(reports, growth)
+    if args.json:
+        document = {
+            "python": sys.version.split()[0],
+            "cores": os.cpu_count(),
+            "runs": args.runs,
+            "definitions": {figure.key: asdict(figure) for figure in FIGURES},
+            "scales": reports,
+            "growth": growth,
+        }
+        Path(args.json).write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2))
     return 0
-
-
-@contextmanager
-def socket_port() -> Iterator[int]:
-    import socket  # noqa: PLC0415
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    yield port
 
 
 if __name__ == "__main__":

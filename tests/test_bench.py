@@ -1,22 +1,50 @@
-"""The benchmark runs end to end at a tiny size and prints its table (no timing asserted)."""
+"""The benchmark runs end to end at a tiny size and prints its tables (no timing asserted)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.conftest import PROJECT_ROOT
 
+ROWS = (
+    "change -> /metrics, p50",
+    "change -> /metrics, p99",
+    "static fetch of the same bytes",
+    "node resize -> every affected series",
+    "evaluator alone",
+    "first scrape after start",
+    "generate_latest",
+    "steady scrape",
+    "initial sync CPU",
+    "fetch + orjson.loads",
+    "RSS at /readyz",
+    "RSS after scrapes and changes",
+    "evaluate --snapshot peak RSS",
+    "serve --snapshot peak RSS",
+)
 
-def test_benchmark_prints_every_row() -> None:
-    """`bench/bench.py` still works: every measured row appears, with its reference."""
+
+def test_benchmark_prints_every_row(tmp_path: Path) -> None:
+    """`bench/bench.py` still works at two tiny scales: every row, the growth table, the JSON."""
+    output = tmp_path / "bench.json"
     completed = subprocess.run(
-        [sys.executable, str(PROJECT_ROOT / "bench" / "bench.py"), "--nodes", "30",
-         "--services", "60", "--endpoints", "400", "--small-services", "20",
-         "--samples", "5", "--scrapes", "1"],
+        [sys.executable, str(PROJECT_ROOT / "bench" / "bench.py"), "--scales", "0.004,0.008",
+         "--runs", "1", "--changes", "4", "--resizes", "2", "--json", str(output)],
         capture_output=True, text=True, timeout=240, check=False, cwd=PROJECT_ROOT,
     )  # fmt: skip
     assert completed.returncode == 0, completed.stderr[-2000:]
-    for row in ("initial sync", "orjson.loads", "incremental, median", "incremental, p99",
-                "scrape /metrics", "generate_latest", "gzip", "resident memory"):  # fmt: skip
-        assert row in completed.stdout, completed.stdout
+    tables = completed.stdout.split("## scale ")[1:]
+    assert len(tables) == 2, completed.stdout
+    for table in tables:
+        for row in ROWS:
+            assert row in table, (row, completed.stdout)
+        assert "CPU s exporter / API server" in table
+    assert "## growth from scale 0.004" in completed.stdout
+    document = json.loads(output.read_text())
+    assert [report["scale"] for report in document["scales"]] == [0.004, 0.008]
+    figures = document["scales"][0]["figures"]
+    assert figures["change_p50"]["ratio"] is not None
+    assert len(figures["node_change"]["runs"]) == 1
