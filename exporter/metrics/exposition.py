@@ -14,9 +14,11 @@ tens of milliseconds. So nothing is redone that did not change:
 - Families summed over Services (per node, per zone) keep running tallies that a changed
   Service adjusts; those that read other parts of the state are rendered again only when
   those objects change.
-- A scrape writes the chunks as they are (the server never joins them); gzip is one
-  member per chunk, cached while the chunk is the same object, and gzip members may be
-  concatenated (RFC 1952: Go's reader, used by Prometheus, and Python's read them all).
+- A scrape writes the chunks as they are (the server never joins them). Gzip is one
+  gzip member made of one raw deflate segment per chunk (each ended by a sync flush, as
+  pigz does), cached while the chunk is the same object; only the CRC-32 runs over the
+  whole body, once per published state. Not one gzip member per chunk: RFC 1952 allows
+  concatenated members, but curl, browsers and OkHttp decode only the first.
 
 Families, their order and their samples come from the table in `families.py` that the
 prometheus_client collector also iterates; tests hold the two renderings byte for byte
@@ -25,8 +27,9 @@ equal in every format, through inserts, deletions and node changes.
 
 from __future__ import annotations
 
-import gzip
+import struct
 import threading
+import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum, auto
@@ -93,9 +96,22 @@ def family_header(family: Family, fmt: Format) -> bytes:
     return f"# HELP {name} {help_text}\n# TYPE {name} {family.type}\n".encode()
 
 
-def _gzip(data: bytes) -> bytes:
-    # mtime=0: the same bytes always compress to the same member.
-    return gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0)
+def _deflate(data: bytes) -> bytes:
+    """A raw deflate segment that other segments may follow (RFC 1951: byte-aligned by
+    the sync flush's empty stored block, not final)."""
+    compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return compressor.compress(data) + compressor.flush(zlib.Z_SYNC_FLUSH)
+
+
+# RFC 1952: magic, deflate, no flags, mtime 0, no extra flags, OS unknown.
+_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+# An empty final block, after the last segment.
+_DEFLATE_END = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS).flush()
+
+
+def gzip_stream(segments: Iterable[bytes], crc: int, size: int) -> list[bytes]:
+    """One gzip member from deflate segments and the CRC-32 and size of what they hold."""
+    return [_GZIP_HEADER, *segments, _DEFLATE_END, struct.pack("<II", crc, size & 0xFFFFFFFF)]
 
 
 @dataclass
@@ -110,8 +126,8 @@ class RenderCounts:
     scrape_families: int = 0
     # Tallies summed again over every exported Service (a new node view).
     tally_rebuilds: int = 0
-    # Chunks compressed into a gzip member.
-    gzip_members: int = 0
+    # Chunks compressed into a deflate segment.
+    deflated: int = 0
 
 
 class _ServiceColumn:
@@ -306,8 +322,8 @@ class ExpositionRenderer:
         self._headers = {
             fmt: tuple(family_header(family, fmt) for family in families) for fmt in Format
         }
-        self._gzip_headers = {
-            fmt: tuple(_gzip(header) for header in headers)
+        self._deflated_headers = {
+            fmt: tuple(_deflate(header) for header in headers)
             for fmt, headers in self._headers.items()
         }
         self._blocks = SortedBlocks(len(self._service_columns), block_load)
@@ -320,8 +336,10 @@ class ExpositionRenderer:
         self._changes: dict[int, frozenset[ServiceKey] | None] = {}
         self._changes_lock = threading.Lock()
         self._gzip_lock = threading.Lock()
-        self._gzip_cache: dict[int, tuple[bytes, bytes]] = {}
-        self._gzip_body: tuple[_Body, tuple[tuple[bytes, ...], ...]] | None = None
+        self._segment_cache: dict[int, tuple[bytes, bytes]] = {}
+        self._segments: tuple[_Body, tuple[tuple[bytes, ...], ...]] | None = None
+        # Per format: the body whose CRC-32 and size (headers included) were computed.
+        self._checksums: dict[Format, tuple[_Body, int, int]] = {}
         self.counts = RenderCounts()
 
     # -- the interface ------------------------------------------------------------------------
@@ -344,16 +362,21 @@ class ExpositionRenderer:
             chunks.extend(family)
         return chunks
 
-    def render_gzip(self, fmt: Format) -> list[bytes]:
-        """The same, as gzip members to write in order (their concatenation is one file)."""
+    def render_gzip(self, fmt: Format, tail: bytes = b"") -> list[bytes]:
+        """The hint families then `tail`, gzipped: one gzip member, as chunks to write."""
         body = self._current()
         if body is None:
-            return []
-        chunks: list[bytes] = []
-        members = self._gzip_members(body)
-        for header, family in zip(self._gzip_headers[fmt], members, strict=True):
+            return gzip_stream([_deflate(tail)], zlib.crc32(tail), len(tail))
+        segments = self._deflated(body)
+        chunks: list[bytes] = [_GZIP_HEADER]
+        for header, family in zip(self._deflated_headers[fmt], segments, strict=True):
             chunks.append(header)
             chunks.extend(family)
+        crc, size = self._checksum(body, fmt)
+        if tail:
+            chunks.append(_deflate(tail))
+        chunks.append(_DEFLATE_END)
+        chunks.append(struct.pack("<II", zlib.crc32(tail, crc), (size + len(tail)) & 0xFFFFFFFF))
         return chunks
 
     # -- bringing the body up to date ---------------------------------------------------------
@@ -515,29 +538,46 @@ class ExpositionRenderer:
                 families.append((chunk,) if chunk else ())
         return _Body(state, tuple(families))
 
-    def _gzip_members(self, body: _Body) -> tuple[tuple[bytes, ...], ...]:
-        """One gzip member per chunk, reused while the chunk is the same object."""
+    def _deflated(self, body: _Body) -> tuple[tuple[bytes, ...], ...]:
+        """One deflate segment per chunk, reused while the chunk is the same object."""
         with self._gzip_lock:
-            if self._gzip_body is not None and self._gzip_body[0] is body:
-                return self._gzip_body[1]
-            cache = self._gzip_cache
+            if self._segments is not None and self._segments[0] is body:
+                return self._segments[1]
+            cache = self._segment_cache
             fresh: dict[int, tuple[bytes, bytes]] = {}
             families: list[tuple[bytes, ...]] = []
             for chunks in body.families:
-                members: list[bytes] = []
+                segments: list[bytes] = []
                 for chunk in chunks:
                     # The cache holds the chunk itself, so its id cannot be reused meanwhile.
                     entry = cache.get(id(chunk))
                     if entry is None or entry[0] is not chunk:
-                        entry = (chunk, _gzip(chunk))
-                        self.counts.gzip_members += 1
+                        entry = (chunk, _deflate(chunk))
+                        self.counts.deflated += 1
                     fresh[id(chunk)] = entry
-                    members.append(entry[1])
-                families.append(tuple(members))
-            self._gzip_cache = fresh
+                    segments.append(entry[1])
+                families.append(tuple(segments))
+            self._segment_cache = fresh
             result = tuple(families)
-            self._gzip_body = (body, result)
+            self._segments = (body, result)
             return result
+
+    def _checksum(self, body: _Body, fmt: Format) -> tuple[int, int]:
+        """The CRC-32 and size of the body's bytes in a format: the one pass over all of
+        them that gzip needs (zlib's crc32 runs at gigabytes a second), once per state."""
+        with self._gzip_lock:
+            known = self._checksums.get(fmt)
+            if known is not None and known[0] is body:
+                return known[1], known[2]
+            crc, size = 0, 0
+            for header, chunks in zip(self._headers[fmt], body.families, strict=True):
+                crc = zlib.crc32(header, crc)
+                size += len(header)
+                for chunk in chunks:
+                    crc = zlib.crc32(chunk, crc)
+                    size += len(chunk)
+            self._checksums[fmt] = (body, crc, size)
+            return crc, size
 
 
 class MetricsEndpoint:
@@ -564,10 +604,10 @@ class MetricsEndpoint:
         self, fmt: Format, encode_own: Callable[[CollectorRegistry], bytes], *, zipped: bool
     ) -> list[bytes]:
         """The hint families, then the exporter's own as `encode_own` writes them (last,
-        since an OpenMetrics encoder ends its output with `# EOF`); gzip members if zipped."""
+        since an OpenMetrics encoder ends its output with `# EOF`); gzipped if zipped."""
         own = encode_own(self._own)
         if zipped:
-            return [*self._renderer.render_gzip(fmt), _gzip(own)]
+            return self._renderer.render_gzip(fmt, own)
         return [*self._renderer.render(fmt), own]
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
