@@ -55,8 +55,10 @@ from exporter.metrics.families import (
     Tally,
 )
 from exporter.metrics.lines import (
+    ESCAPED_LABELS,
     VALUE_TEXT,
     escaped,
+    escaped_labels,
     escaped_once,
     format_lines,
     line_format,
@@ -130,51 +132,71 @@ class RenderCounts:
     deflated: int = 0
 
 
-class _ServiceColumn:
-    """One per-Service family: renders its lines for one Service.
+def _lines(
+    line: Callable[..., str],
+    function: Callable[[Any], Iterable[Sample]],
+    subjects: Sequence[tuple[tuple[str, ...], Any]],
+) -> bytes:
+    """One family's lines for one Service: its function over the Service's entries (or the
+    Service), each line one `str.format` over pre-escaped labels and a cached value text.
 
-    The hot loop of a first render (200,000 lines at 10,000 Services): one `str.format`
-    per line over pre-escaped identity labels, the value's text from a cache.
+    The hot loop of a first render: 200,000 lines at 10,000 Services.
     """
+    cached_value = VALUE_TEXT.get
+    cached_labels = ESCAPED_LABELS.get
+    parts: list[str] = []
+    append = parts.append
+    for identity, subject in subjects:
+        for labels, value in function(subject):
+            text = cached_value(value)
+            if text is None or not value:
+                text = value_text(value)
+            if labels:
+                own = cached_labels(labels) or escaped_labels(labels)
+                append(line(*identity, *own, text))
+            else:
+                append(line(*identity, text))
+    return "".join(parts).encode() if parts else b""
+
+
+class _ServiceColumn:
+    """One per-Service family: renders its lines for one Service."""
 
     def __init__(self, family: Family, samples: PerService) -> None:
         self.family = family
         self.reads_nodes = samples.reads_nodes
-        self._line = line_format(family)
+        self.line = line_format(family)
+        # The function without identity labels and whether it runs per entry; None for a
+        # family that only declares the full function (rendered through it, slower).
+        self.function: Callable[[Any], Iterable[Sample]] | None = samples.entry or samples.service
+        self.per_entry = samples.entry is not None
         self._samples = samples
 
-    def render(
-        self,
-        subject: ServiceSubject,
-        identity: tuple[str, str],
-        entries: list[tuple[tuple[str, str, str], ServiceEntry]],
-    ) -> bytes:
-        samples = self._samples
-        if samples.entry is not None:
-            return self._lines(samples.entry, entries)
-        if samples.service is not None:
-            return self._lines(samples.service, [(identity, subject.result)])
-        return format_lines(self._line, samples.function(subject))
+    def render(self, subject: ServiceSubject, prepared: _Prepared) -> bytes:
+        if self.function is None:
+            return format_lines(self.line, self._samples.function(subject))
+        subjects = prepared.entries if self.per_entry else prepared.service
+        return _lines(self.line, self.function, subjects)
 
-    def _lines(
-        self,
-        function: Callable[[Any], Iterable[Sample]],
-        subjects: Sequence[tuple[tuple[str, ...], Any]],
-    ) -> bytes:
-        line = self._line
-        cached = VALUE_TEXT.get
-        parts: list[str] = []
-        append = parts.append
-        for identity, subject in subjects:
-            for labels, value in function(subject):
-                text = cached(value)
-                if text is None or not value:
-                    text = value_text(value)
-                if labels:
-                    append(line(*identity, *[escaped(label) for label in labels], text))
-                else:
-                    append(line(*identity, text))
-        return "".join(parts).encode() if parts else b""
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A Service's identity labels, escaped once for all its lines."""
+
+    # ((namespace, service, address type), entry) per address type.
+    entries: list[tuple[tuple[str, str, str], ServiceEntry]]
+    # ((namespace, service), result): the one subject of per-Service families.
+    service: list[tuple[tuple[str, str], ServiceResult]]
+
+    @classmethod
+    def of(cls, subject: ServiceSubject) -> _Prepared:
+        result = subject.result
+        service = result.service
+        namespace, name = escaped_once(service.namespace), escaped_once(service.name)
+        return cls(
+            [((namespace, name, escaped(key[2])), entry) for key, entry in subject.entries],
+            [((namespace, name), result)],
+        )
 
 
 class _ScrapeColumn:
@@ -316,6 +338,10 @@ class ExpositionRenderer:
             elif isinstance(family.samples, PerScrape):
                 self._layout.append((False, len(self._scrape_columns)))
                 self._scrape_columns.append(_ScrapeColumn(family, family.samples))
+        self._plans = [
+            (column.line, column.function, column.per_entry, column)
+            for column in self._service_columns
+        ]
         self._node_columns = [
             index for index, column in enumerate(self._service_columns) if column.reads_nodes
         ]
@@ -437,25 +463,28 @@ class ExpositionRenderer:
         if not is_exported(result.verdicts, self._options):
             return None
         self.counts.services += 1
-        service = result.service
-        namespace, name = escaped_once(service.namespace), escaped_once(service.name)
         subject = ServiceSubject(result, nodes)
-        entries = [((namespace, name, escaped(key[2])), entry) for key, entry in subject.entries]
-        identity = (namespace, name)
-        return tuple(column.render(subject, identity, entries) for column in self._service_columns)
+        prepared = _Prepared.of(subject)
+        entries, service = prepared.entries, prepared.service
+        # Inlined column.render: this runs 20 times per Service on a first render.
+        return tuple(
+            [
+                _lines(line, function, entries if per_entry else service)
+                if function is not None
+                else column.render(subject, prepared)
+                for line, function, per_entry, column in self._plans
+            ]
+        )
 
     def _node_row(self, fragment: _Fragment, nodes: ReadyNodes) -> Row:
         """The row with only its node-reading families rendered again."""
         assert fragment.row is not None  # noqa: S101 - callers pass exported fragments
-        result = fragment.result
         self.counts.services += 1
-        service = result.service
-        namespace, name = escaped_once(service.namespace), escaped_once(service.name)
-        subject = ServiceSubject(result, nodes)
-        entries = [((namespace, name, escaped(key[2])), entry) for key, entry in subject.entries]
+        subject = ServiceSubject(fragment.result, nodes)
+        prepared = _Prepared.of(subject)
         row = list(fragment.row)
         for index in self._node_columns:
-            row[index] = self._service_columns[index].render(subject, (namespace, name), entries)
+            row[index] = self._service_columns[index].render(subject, prepared)
         return tuple(row)
 
     def _update(self, previous: ExporterState | None, state: ExporterState) -> _Body:

@@ -55,6 +55,19 @@ def escaped(value: str) -> str:
     return text
 
 
+ESCAPED_LABELS: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
+def escaped_labels(labels: tuple[str, ...]) -> tuple[str, ...]:
+    """Label values escaped, from a cache: a family's own labels repeat (zones, modes)."""
+    text = ESCAPED_LABELS.get(labels)
+    if text is None:
+        text = tuple([escaped(label) for label in labels])
+        if len(ESCAPED_LABELS) < _CACHE_LIMIT:
+            ESCAPED_LABELS[labels] = text
+    return text
+
+
 def escaped_once(value: str) -> str:
     """A label value seen once per render (a Service's name): escaped, not cached."""
     return _escape(value)
