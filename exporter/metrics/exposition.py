@@ -49,6 +49,7 @@ from exporter.metrics.families import (
     PerScrape,
     PerService,
     Sample,
+    Scope,
     Scrape,
     ServiceEntry,
     ServiceSubject,
@@ -57,10 +58,12 @@ from exporter.metrics.families import (
 from exporter.metrics.lines import (
     ESCAPED_LABELS,
     VALUE_TEXT,
+    SplitLine,
     escaped,
     escaped_labels,
     escaped_once,
     format_lines,
+    identity_text,
     line_format,
     value_text,
 )
@@ -159,6 +162,29 @@ def _lines(
     return "".join(parts).encode() if parts else b""
 
 
+def _split_lines(
+    split: SplitLine,
+    function: Callable[[Any], Iterable[Sample]],
+    subjects: Sequence[tuple[str, Any]],
+) -> bytes:
+    """`_lines` for a family whose own labels sort after the identity: three cached pieces
+    per line, no formatting for a sample seen before."""
+    cached = split.cached
+    tail = split.tail
+    opening = split.open
+    parts: list[str] = []
+    append = parts.append
+    for identity, subject in subjects:
+        for sample in function(subject):
+            text = cached(sample)
+            if text is None or not sample[1]:
+                text = tail(sample)
+            append(opening)
+            append(identity)
+            append(text)
+    return "".join(parts).encode() if parts else b""
+
+
 class _ServiceColumn:
     """One per-Service family: renders its lines for one Service."""
 
@@ -170,11 +196,20 @@ class _ServiceColumn:
         # family that only declares the full function (rendered through it, slower).
         self.function: Callable[[Any], Iterable[Sample]] | None = samples.entry or samples.service
         self.per_entry = samples.entry is not None
+        identity = len((Scope.SERVICE_ENTRY if self.per_entry else Scope.SERVICE).identity_labels)
+        self.split = (
+            SplitLine(family, identity)
+            if self.function is not None and SplitLine.applies(family, identity)
+            else None
+        )
         self._samples = samples
 
     def render(self, subject: ServiceSubject, prepared: _Prepared) -> bytes:
         if self.function is None:
             return format_lines(self.line, self._samples.function(subject))
+        if self.split is not None:
+            texts = prepared.entry_texts if self.per_entry else prepared.service_texts
+            return _split_lines(self.split, self.function, texts)
         subjects = prepared.entries if self.per_entry else prepared.service
         return _lines(self.line, self.function, subjects)
 
@@ -187,16 +222,26 @@ class _Prepared:
     entries: list[tuple[tuple[str, str, str], ServiceEntry]]
     # ((namespace, service), result): the one subject of per-Service families.
     service: list[tuple[tuple[str, str], ServiceResult]]
+    # The same with the identity as `label="value",...` text (for split lines).
+    entry_texts: list[tuple[str, ServiceEntry]]
+    service_texts: list[tuple[str, ServiceResult]]
 
     @classmethod
     def of(cls, subject: ServiceSubject) -> _Prepared:
         result = subject.result
         service = result.service
         namespace, name = escaped_once(service.namespace), escaped_once(service.name)
+        entries = [((namespace, name, escaped(key[2])), entry) for key, entry in subject.entries]
         return cls(
-            [((namespace, name, escaped(key[2])), entry) for key, entry in subject.entries],
+            entries,
             [((namespace, name), result)],
+            [(identity_text(_ENTRY_LABELS, values), entry) for values, entry in entries],
+            [(identity_text(_SERVICE_LABELS, (namespace, name)), result)],
         )
+
+
+_ENTRY_LABELS = Scope.SERVICE_ENTRY.identity_labels
+_SERVICE_LABELS = Scope.SERVICE.identity_labels
 
 
 class _ScrapeColumn:
@@ -339,7 +384,7 @@ class ExpositionRenderer:
                 self._layout.append((False, len(self._scrape_columns)))
                 self._scrape_columns.append(_ScrapeColumn(family, family.samples))
         self._plans = [
-            (column.line, column.function, column.per_entry, column)
+            (column.line, column.function, column.per_entry, column.split, column)
             for column in self._service_columns
         ]
         self._node_columns = [
@@ -466,13 +511,16 @@ class ExpositionRenderer:
         subject = ServiceSubject(result, nodes)
         prepared = _Prepared.of(subject)
         entries, service = prepared.entries, prepared.service
-        # Inlined column.render: this runs 20 times per Service on a first render.
+        entry_texts, service_texts = prepared.entry_texts, prepared.service_texts
+        # column.render inlined: this runs 20 times per Service on a first render.
         return tuple(
             [
-                _lines(line, function, entries if per_entry else service)
+                _split_lines(split, function, entry_texts if per_entry else service_texts)
+                if split is not None and function is not None
+                else _lines(line, function, entries if per_entry else service)
                 if function is not None
                 else column.render(subject, prepared)
-                for line, function, per_entry, column in self._plans
+                for line, function, per_entry, split, column in self._plans
             ]
         )
 
