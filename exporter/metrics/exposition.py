@@ -54,6 +54,7 @@ from exporter.metrics.families import (
     ServiceEntry,
     ServiceSubject,
     Tally,
+    service_entries,
 )
 from exporter.metrics.lines import (
     ESCAPED_LABELS,
@@ -231,7 +232,11 @@ class _Prepared:
         result = subject.result
         service = result.service
         namespace, name = escaped_once(service.namespace), escaped_once(service.name)
-        entries = [((namespace, name, escaped(key[2])), entry) for key, entry in subject.entries]
+        # Not `subject.entries`: a cached_property takes a lock on every first read.
+        entries = [
+            ((namespace, name, escaped(key[2])), entry)
+            for key, entry in service_entries(result, subject.nodes)
+        ]
         return cls(
             entries,
             [((namespace, name), result)],

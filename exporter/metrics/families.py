@@ -98,14 +98,22 @@ class ServiceSubject:
     @functools.cached_property
     def entries(self) -> tuple[tuple[tuple[str, str, str], ServiceEntry], ...]:
         """(identity label values, entry) per address type."""
-        result = self.result
-        forecasts = result.forecasts or (NO_FORECAST,) * len(result.verdicts)
-        return tuple(
-            (verdict.key, ServiceEntry(verdict, flips, self.nodes, forecast))
+        return service_entries(self.result, self.nodes)
+
+
+def service_entries(
+    result: ServiceResult, nodes: ReadyNodes
+) -> tuple[tuple[tuple[str, str, str], ServiceEntry], ...]:
+    """(identity label values, entry) per address type of one Service."""
+    forecasts = result.forecasts or (NO_FORECAST,) * len(result.verdicts)
+    return tuple(
+        [
+            (verdict.key, ServiceEntry(verdict, flips, nodes, forecast))
             for verdict, flips, forecast in zip(
                 result.verdicts, result.state_changes, forecasts, strict=True
             )
-        )
+        ]
+    )
 
 
 @dataclass(frozen=True)
