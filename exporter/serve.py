@@ -190,6 +190,8 @@ class Exporter:
             options=export,
             family_filter=family_filter,
         )
+        # Each published state names the Services it changed: the renderer updates only those.
+        self.evaluator.add_listener(self.renderer.observe)
         metrics = MetricsEndpoint(self.renderer, own_filtered, self.registry)
         self.pages = StatusPages(
             lambda: self.evaluator.state,

@@ -1,43 +1,72 @@
-"""The /metrics body, rendered from per-Service fragments cached until that Service changes.
+"""The /metrics body, kept rendered and updated by what changed since the last scrape.
 
-A large cluster exports about 200,000 hint samples; formatting each on every scrape, as
-`generate_latest` does, costs seconds. The evaluator hands out a new verdict tuple only
-for the Services it re-evaluated, so a Service's rendered lines stay valid while its tuple
-is the same object. A scrape then only joins cached bytes, family by family. Families,
-their order and their samples come from the one table in `families.py` that the
-`prometheus_client` collector also iterates, and a test holds the two renderings byte for
-byte equal in every format a client can negotiate.
+A large cluster exports about 200,000 hint samples (22 MB); formatting each on every
+scrape, as `generate_latest` does, costs seconds, and even re-joining cached lines costs
+tens of milliseconds. So nothing is redone that did not change:
+
+- A Service's lines (its fragment: one chunk per family) are rendered when its result is
+  replaced; the evaluator names those Services in `ExporterState.changed`, and a scrape
+  that missed generations gets them from `observe` (registered as an evaluator listener),
+  else compares results by identity.
+- Fragments sit in key order in sorted blocks of a few hundred Services (`blocks.py`); a
+  block keeps each family's lines joined, and a change re-joins the families of its own
+  block whose bytes changed. A family's body is one chunk per block.
+- Families summed over Services (per node, per zone) keep running tallies that a changed
+  Service adjusts; those that read other parts of the state are rendered again only when
+  those objects change.
+- A scrape writes the chunks as they are (the server never joins them). Gzip is one
+  gzip member made of one raw deflate segment per chunk (each ended by a sync flush, as
+  pigz does), cached while the chunk is the same object; only the CRC-32 runs over the
+  whole body, once per published state. Not one gzip member per chunk: RFC 1952 allows
+  concatenated members, but curl, browsers and OkHttp decode only the first.
+
+Families, their order and their samples come from the table in `families.py` that the
+prometheus_client collector also iterates; tests hold the two renderings byte for byte
+equal in every format, through inserts, deletions and node changes.
 """
 
 from __future__ import annotations
 
-import functools
-import gzip
+import struct
 import threading
-from collections.abc import Callable, Iterable
+import zlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum, auto
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
-from prometheus_client.utils import floatToGoString
 
+from exporter.engine import ReadyNodes
 from exporter.evaluator import ExporterState, ServiceResult
-from exporter.metrics.collector import (
-    ExportOptions,
-    FamilyFilter,
-    family_samples,
-    is_exported,
-)
+from exporter.metrics.blocks import Row, SortedBlocks
+from exporter.metrics.collector import ExportOptions, FamilyFilter, is_exported
 from exporter.metrics.families import (
     HINT_FAMILIES,
     Family,
     MetricType,
+    PerScrape,
     PerService,
     Sample,
+    Scope,
     Scrape,
+    ServiceEntry,
     ServiceSubject,
+    Tally,
+    service_entries,
+)
+from exporter.metrics.lines import (
+    ESCAPED_LABELS,
+    VALUE_TEXT,
+    SplitLine,
+    escaped,
+    escaped_labels,
+    escaped_once,
+    format_lines,
+    identity_text,
+    line_format,
+    value_text,
 )
 from exporter.metrics.negotiation import honouring_quality, negotiate
 from exporter.store import ServiceKey
@@ -45,9 +74,13 @@ from exporter.store import ServiceKey
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
 
-_format_float = cast("Callable[[float], str]", floatToGoString)
 # Level 1 compresses a 20 MB exposition about 30:1 in a tenth of the time of level 9.
 GZIP_LEVEL = 1
+# Services per block: a change re-joins (and re-compresses) about this many fragments.
+BLOCK_LOAD = 256
+# Generations whose changed Services are remembered between scrapes; past that, a scrape
+# compares results by identity instead.
+_MAX_REMEMBERED = 10_000
 
 
 class Format(Enum):
@@ -55,35 +88,10 @@ class Format(Enum):
     OPENMETRICS = auto()
 
 
-def _escape_label(value: str) -> str:
-    if "\\" in value or '"' in value or "\n" in value:
-        return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-    return value
-
-
 def _escape_help(text: str, fmt: Format) -> str:
-    escaped = text.replace("\\", "\\\\").replace("\n", "\\n")
+    escaped_text = text.replace("\\", "\\\\").replace("\n", "\\n")
     # OpenMetrics escapes quotes in HELP as in label values; the text format does not.
-    return escaped.replace('"', '\\"') if fmt is Format.OPENMETRICS else escaped
-
-
-@functools.cache
-def _label_order(labels: tuple[str, ...]) -> tuple[tuple[int, str], ...]:
-    return tuple(sorted(enumerate(labels), key=lambda pair: pair[1]))
-
-
-def sample_lines(family: Family, samples: Iterable[Sample]) -> bytes:
-    """Sample lines exactly as prometheus_client writes them (labels sorted by name)."""
-    name = family.name
-    order = _label_order(family.labels)
-    lines = []
-    for values, value in samples:
-        if order:
-            pairs = ",".join(f'{label}="{_escape_label(values[index])}"' for index, label in order)
-            lines.append(f"{name}{{{pairs}}} {_format_float(value)}\n")
-        else:
-            lines.append(f"{name} {_format_float(value)}\n")
-    return "".join(lines).encode()
+    return escaped_text.replace('"', '\\"') if fmt is Format.OPENMETRICS else escaped_text
 
 
 def family_header(family: Family, fmt: Format) -> bytes:
@@ -94,29 +102,265 @@ def family_header(family: Family, fmt: Format) -> bytes:
     return f"# HELP {name} {help_text}\n# TYPE {name} {family.type}\n".encode()
 
 
+def _deflate(data: bytes) -> bytes:
+    """A raw deflate segment that other segments may follow (RFC 1951: byte-aligned by
+    the sync flush's empty stored block, not final)."""
+    compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return compressor.compress(data) + compressor.flush(zlib.Z_SYNC_FLUSH)
+
+
+# RFC 1952: magic, deflate, no flags, mtime 0, no extra flags, OS unknown.
+_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+# An empty final block, after the last segment.
+_DEFLATE_END = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS).flush()
+
+
+def gzip_stream(segments: Iterable[bytes], crc: int, size: int) -> list[bytes]:
+    """One gzip member from deflate segments and the CRC-32 and size of what they hold."""
+    return [_GZIP_HEADER, *segments, _DEFLATE_END, struct.pack("<II", crc, size & 0xFFFFFFFF)]
+
+
+@dataclass
+class RenderCounts:
+    """What the renderer did since it was made: tests bound the work a change costs."""
+
+    # Services whose fragment was rendered (wholly, or only its node-reading families).
+    services: int = 0
+    # (block, family) pairs joined again.
+    joins: int = 0
+    # Renders of a family computed over the whole state.
+    scrape_families: int = 0
+    # Tallies summed again over every exported Service (a new node view).
+    tally_rebuilds: int = 0
+    # Chunks compressed into a deflate segment.
+    deflated: int = 0
+
+
+def _lines(
+    line: Callable[..., str],
+    function: Callable[[Any], Iterable[Sample]],
+    subjects: Sequence[tuple[tuple[str, ...], Any]],
+) -> bytes:
+    """One family's lines for one Service: its function over the Service's entries (or the
+    Service), each line one `str.format` over pre-escaped labels and a cached value text.
+
+    The hot loop of a first render: 200,000 lines at 10,000 Services.
+    """
+    cached_value = VALUE_TEXT.get
+    cached_labels = ESCAPED_LABELS.get
+    parts: list[str] = []
+    append = parts.append
+    for identity, subject in subjects:
+        for labels, value in function(subject):
+            text = cached_value(value)
+            if text is None or not value:
+                text = value_text(value)
+            if labels:
+                own = cached_labels(labels) or escaped_labels(labels)
+                append(line(*identity, *own, text))
+            else:
+                append(line(*identity, text))
+    return "".join(parts).encode() if parts else b""
+
+
+def _split_lines(
+    split: SplitLine,
+    function: Callable[[Any], Iterable[Sample]],
+    subjects: Sequence[tuple[str, Any]],
+) -> bytes:
+    """`_lines` for a family whose own labels sort after the identity: three cached pieces
+    per line, no formatting for a sample seen before."""
+    cached = split.cached
+    tail = split.tail
+    opening = split.open
+    parts: list[str] = []
+    append = parts.append
+    for identity, subject in subjects:
+        for sample in function(subject):
+            text = cached(sample)
+            if text is None or not sample[1]:
+                text = tail(sample)
+            append(opening)
+            append(identity)
+            append(text)
+    return "".join(parts).encode() if parts else b""
+
+
+class _ServiceColumn:
+    """One per-Service family: renders its lines for one Service."""
+
+    def __init__(self, family: Family, samples: PerService) -> None:
+        self.family = family
+        self.reads_nodes = samples.reads_nodes
+        self.line = line_format(family)
+        # The function without identity labels and whether it runs per entry; None for a
+        # family that only declares the full function (rendered through it, slower).
+        self.function: Callable[[Any], Iterable[Sample]] | None = samples.entry or samples.service
+        self.per_entry = samples.entry is not None
+        identity = len((Scope.SERVICE_ENTRY if self.per_entry else Scope.SERVICE).identity_labels)
+        self.split = (
+            SplitLine(family, identity)
+            if self.function is not None and SplitLine.applies(family, identity)
+            else None
+        )
+        self._samples = samples
+
+    def render(self, subject: ServiceSubject, prepared: _Prepared) -> bytes:
+        if self.function is None:
+            return format_lines(self.line, self._samples.function(subject))
+        if self.split is not None:
+            texts = prepared.entry_texts if self.per_entry else prepared.service_texts
+            return _split_lines(self.split, self.function, texts)
+        subjects = prepared.entries if self.per_entry else prepared.service
+        return _lines(self.line, self.function, subjects)
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A Service's identity labels, escaped once for all its lines."""
+
+    # ((namespace, service, address type), entry) per address type.
+    entries: list[tuple[tuple[str, str, str], ServiceEntry]]
+    # ((namespace, service), result): the one subject of per-Service families.
+    service: list[tuple[tuple[str, str], ServiceResult]]
+    # The same with the identity as `label="value",...` text (for split lines).
+    entry_texts: list[tuple[str, ServiceEntry]]
+    service_texts: list[tuple[str, ServiceResult]]
+
+    @classmethod
+    def of(cls, subject: ServiceSubject) -> _Prepared:
+        result = subject.result
+        service = result.service
+        namespace, name = escaped_once(service.namespace), escaped_once(service.name)
+        # Not `subject.entries`: a cached_property takes a lock on every first read.
+        entries = [
+            ((namespace, name, escaped(key[2])), entry)
+            for key, entry in service_entries(result, subject.nodes)
+        ]
+        return cls(
+            entries,
+            [((namespace, name), result)],
+            [(identity_text(_ENTRY_LABELS, values), entry) for values, entry in entries],
+            [(identity_text(_SERVICE_LABELS, (namespace, name)), result)],
+        )
+
+
+_ENTRY_LABELS = Scope.SERVICE_ENTRY.identity_labels
+_SERVICE_LABELS = Scope.SERVICE.identity_labels
+
+
+class _ScrapeColumn:
+    """One family computed over the state: a running tally, or lines cached by what it reads."""
+
+    def __init__(self, family: Family, samples: PerScrape) -> None:
+        self.family = family
+        self._line = line_format(family)
+        self._samples = samples
+        self._read: tuple[object, ...] | None = None
+        self.tally: Tally[Any] | None = None
+        self.contributions: dict[ServiceKey, object] = {}
+        self.chunk = b""
+        self.dirty = True
+
+    def _reads_changed(self, state: ExporterState) -> bool:
+        reads = self._samples.reads
+        if reads is None:
+            return True
+        read = reads(state)
+        previous = self._read
+        self._read = read
+        return previous is None or any(
+            new is not old and new != old for new, old in zip(read, previous, strict=True)
+        )
+
+    def update(
+        self,
+        state: ExporterState,
+        fragments: Mapping[ServiceKey, _Fragment],
+        applied: Iterable[ServiceKey],
+        exported: Callable[[], tuple[ServiceResult, ...]],
+        counts: RenderCounts,
+    ) -> None:
+        """Bring the lines up to `state`, given the Services whose fragment was replaced."""
+        factory = self._samples.tally
+        if factory is None:
+            if self._reads_changed(state):
+                self.chunk = format_lines(
+                    self._line, self._samples.function(Scrape(state, exported()))
+                )
+                counts.scrape_families += 1
+            return
+        if self._reads_changed(state) or self.tally is None:
+            self._rebuild(factory(state), fragments)
+            counts.tally_rebuilds += 1
+        else:
+            self._adjust(self.tally, fragments, applied)
+        if self.dirty and self.tally is not None:
+            self.chunk = format_lines(self._line, self.tally.samples())
+            self.dirty = False
+            counts.scrape_families += 1
+
+    def _rebuild(self, tally: Tally[Any], fragments: Mapping[ServiceKey, _Fragment]) -> None:
+        self.tally = tally
+        self.contributions = {}
+        for key, fragment in fragments.items():
+            if fragment.row is not None:
+                contribution = tally.contribution(fragment.result)
+                self.contributions[key] = contribution
+                tally.add(contribution, 1)
+        self.dirty = True
+
+    def _adjust(
+        self,
+        tally: Tally[Any],
+        fragments: Mapping[ServiceKey, _Fragment],
+        applied: Iterable[ServiceKey],
+    ) -> None:
+        """Take away each replaced Service's old contribution and add its new one."""
+        for key in applied:
+            old = self.contributions.pop(key, _ABSENT)
+            fragment = fragments.get(key)
+            new = (
+                tally.contribution(fragment.result)
+                if fragment is not None and fragment.row is not None
+                else _ABSENT
+            )
+            if new is not _ABSENT:
+                self.contributions[key] = new
+            if old == new:
+                continue
+            if old is not _ABSENT:
+                tally.add(old, -1)
+            if new is not _ABSENT:
+                tally.add(new, 1)
+            self.dirty = True
+
+
+_ABSENT = object()
+
+
 @dataclass(frozen=True, slots=True)
 class _Fragment:
     # The result these lines were rendered from: still valid while it is the same object.
     result: ServiceResult
-    exported: bool
-    # Sample lines per HINT_FAMILIES entry; empty for the families not rendered per Service
-    # and for those the family filter drops.
-    chunks: tuple[bytes, ...]
+    # Lines per per-Service family; None when the Service is not exported.
+    row: Row | None
 
 
 @dataclass(frozen=True, slots=True)
-class _ScrapeChunks:
-    """The lines of the families rendered from the whole scrape, for one published state."""
+class _Body:
+    """The rendered hint families of one published state: never changed once made."""
 
     state: ExporterState
-    chunks: tuple[bytes, ...]
+    # Per family exported (HINT_FAMILIES order, filtered): its non-empty sample chunks.
+    families: tuple[tuple[bytes, ...], ...]
 
 
 class ExpositionRenderer:
     """Renders the hint families of the table in its order; thread-safe (scrapes overlap).
 
-    Per-Service lines are cached until the evaluator replaces that Service's result; the
-    other families' lines until it publishes a new state.
+    A scrape sees the body of one published state, whole: the update to a new state runs
+    under a lock and publishes a new immutable body at its end.
     """
 
     def __init__(
@@ -126,91 +370,306 @@ class ExpositionRenderer:
         ready: Callable[[], bool],
         options: ExportOptions | None = None,
         family_filter: FamilyFilter | None = None,
+        block_load: int = BLOCK_LOAD,
     ) -> None:
         self._state = state
         self._ready = ready
         self._options = options or ExportOptions()
-        self._lock = threading.Lock()
-        self._fragments: dict[ServiceKey, _Fragment] = {}
-        self._scrape_chunks = _ScrapeChunks(ExporterState(), ())
         family_filter = family_filter or FamilyFilter()
-        self._allowed = tuple(family_filter.allows(family.name) for family in HINT_FAMILIES)
-        self._per_service = tuple(
-            isinstance(family.samples, PerService) and allowed
-            for family, allowed in zip(HINT_FAMILIES, self._allowed, strict=True)
-        )
-        # (family, its function) per HINT_FAMILIES entry rendered per Service, else None.
-        self._service_renderers = tuple(
-            (family, family.samples.function)
-            if isinstance(family.samples, PerService) and per_service
-            else None
-            for family, per_service in zip(HINT_FAMILIES, self._per_service, strict=True)
-        )
+        families = [family for family in HINT_FAMILIES if family_filter.allows(family.name)]
+        self._service_columns: list[_ServiceColumn] = []
+        self._scrape_columns: list[_ScrapeColumn] = []
+        # Per family exported: (True, index of its service column) or (False, scrape column).
+        self._layout: list[tuple[bool, int]] = []
+        for family in families:
+            if isinstance(family.samples, PerService):
+                self._layout.append((True, len(self._service_columns)))
+                self._service_columns.append(_ServiceColumn(family, family.samples))
+            elif isinstance(family.samples, PerScrape):
+                self._layout.append((False, len(self._scrape_columns)))
+                self._scrape_columns.append(_ScrapeColumn(family, family.samples))
+        self._plans = [
+            (column.line, column.function, column.per_entry, column.split, column)
+            for column in self._service_columns
+        ]
+        self._node_columns = [
+            index for index, column in enumerate(self._service_columns) if column.reads_nodes
+        ]
+        self._headers = {
+            fmt: tuple(family_header(family, fmt) for family in families) for fmt in Format
+        }
+        self._deflated_headers = {
+            fmt: tuple(_deflate(header) for header in headers)
+            for fmt, headers in self._headers.items()
+        }
+        self._blocks = SortedBlocks(len(self._service_columns), block_load)
+        self._fragments: dict[ServiceKey, _Fragment] = {}
+        # The Ready nodes the node-reading families were rendered with.
+        self._nodes: ReadyNodes | None = None
+        self._body: _Body | None = None
+        self._lock = threading.Lock()
+        # generation -> the Services it changed (None: unknown), until a scrape renders it.
+        self._changes: dict[int, frozenset[ServiceKey] | None] = {}
+        self._changes_lock = threading.Lock()
+        self._gzip_lock = threading.Lock()
+        self._segment_cache: dict[int, tuple[bytes, bytes]] = {}
+        self._segments: tuple[_Body, tuple[tuple[bytes, ...], ...]] | None = None
+        # Per format: the body whose CRC-32 and size (headers included) were computed.
+        self._checksums: dict[Format, tuple[_Body, int, int]] = {}
+        self.counts = RenderCounts()
+
+    # -- the interface ------------------------------------------------------------------------
+
+    def observe(self, state: ExporterState) -> None:
+        """An evaluator listener: remembers which Services each generation changed."""
+        with self._changes_lock:
+            if len(self._changes) >= _MAX_REMEMBERED:
+                self._changes.clear()
+            self._changes[state.generation] = state.changed
 
     def render(self, fmt: Format) -> list[bytes]:
         """The hint families' exposition, as chunks to write in order."""
-        if not self._ready():
+        body = self._current()
+        if body is None:
             return []
-        state = self._state()
+        chunks: list[bytes] = []
+        for header, family in zip(self._headers[fmt], body.families, strict=True):
+            chunks.append(header)
+            chunks.extend(family)
+        return chunks
+
+    def render_gzip(self, fmt: Format, tail: bytes = b"") -> list[bytes]:
+        """The hint families then `tail`, gzipped: one gzip member, as chunks to write."""
+        body = self._current()
+        if body is None:
+            return gzip_stream([_deflate(tail)], zlib.crc32(tail), len(tail))
+        segments = self._deflated(body)
+        chunks: list[bytes] = [_GZIP_HEADER]
+        for header, family in zip(self._deflated_headers[fmt], segments, strict=True):
+            chunks.append(header)
+            chunks.extend(family)
+        crc, size = self._checksum(body, fmt)
+        if tail:
+            chunks.append(_deflate(tail))
+        chunks.append(_DEFLATE_END)
+        chunks.append(struct.pack("<II", zlib.crc32(tail, crc), (size + len(tail)) & 0xFFFFFFFF))
+        return chunks
+
+    # -- bringing the body up to date ---------------------------------------------------------
+
+    def _current(self) -> _Body | None:
+        if not self._ready():
+            return None
+        body = self._body
+        if body is not None and body.state is self._state():
+            return body
         with self._lock:
-            fragments = self._refresh(state)
-            scrape_chunks = self._from_scrape(state, fragments)
-        body: list[bytes] = []
-        for index, family in enumerate(HINT_FAMILIES):
-            if not self._allowed[index]:
-                continue
-            body.append(family_header(family, fmt))
-            if self._per_service[index]:
-                body.extend(fragment.chunks[index] for fragment in fragments if fragment.exported)
-            else:
-                body.append(scrape_chunks[index])
-        return body
+            # The newest state, read under the lock: overlapping scrapes render it once.
+            state = self._state()
+            body = self._body
+            if body is None or body.state is not state:
+                body = self._update(body.state if body is not None else None, state)
+                self._body = body
+            return body
 
-    def _render_service(self, result: ServiceResult, state: ExporterState) -> _Fragment:
+    def _changed_since(
+        self, previous: ExporterState | None, state: ExporterState
+    ) -> set[ServiceKey] | None:
+        """The Services changed from `previous` to `state`; None when not known."""
+        if previous is None:
+            return None
+        first, last = previous.generation + 1, state.generation
+        if last < first or last - first >= _MAX_REMEMBERED:
+            return None
+        keys: set[ServiceKey] = set()
+        with self._changes_lock:
+            remembered = self._changes
+            for generation in range(first, last + 1):
+                if generation in remembered:
+                    changed = remembered[generation]
+                elif generation == last:
+                    changed = state.changed
+                else:
+                    return None
+                if changed is None:
+                    return None
+                keys.update(changed)
+            for generation in [generation for generation in remembered if generation <= last]:
+                del remembered[generation]
+        return keys
+
+    def _identity_diff(self, state: ExporterState) -> set[ServiceKey]:
+        services = state.services
+        fragments = self._fragments
+        changed = {
+            key
+            for key, result in services.items()
+            if (fragment := fragments.get(key)) is None or fragment.result is not result
+        }
+        changed.update(key for key in fragments if key not in services)
+        return changed
+
+    def _row(self, result: ServiceResult, nodes: ReadyNodes) -> Row | None:
         if not is_exported(result.verdicts, self._options):
-            return _Fragment(result, exported=False, chunks=())
-        service = ServiceSubject(result, state.nodes)
-        chunks = tuple(
-            b"" if renderer is None else sample_lines(renderer[0], renderer[1](service))
-            for renderer in self._service_renderers
+            return None
+        self.counts.services += 1
+        subject = ServiceSubject(result, nodes)
+        prepared = _Prepared.of(subject)
+        entries, service = prepared.entries, prepared.service
+        entry_texts, service_texts = prepared.entry_texts, prepared.service_texts
+        # column.render inlined: this runs 20 times per Service on a first render.
+        return tuple(
+            [
+                _split_lines(split, function, entry_texts if per_entry else service_texts)
+                if split is not None and function is not None
+                else _lines(line, function, entries if per_entry else service)
+                if function is not None
+                else column.render(subject, prepared)
+                for line, function, per_entry, split, column in self._plans
+            ]
         )
-        return _Fragment(result, exported=True, chunks=chunks)
 
-    def _refresh(self, state: ExporterState) -> list[_Fragment]:
-        """Fragments of every Service in key order, re-rendering only the changed ones."""
-        fresh: dict[ServiceKey, _Fragment] = {}
+    def _node_row(self, fragment: _Fragment, nodes: ReadyNodes) -> Row:
+        """The row with only its node-reading families rendered again."""
+        assert fragment.row is not None  # noqa: S101 - callers pass exported fragments
+        self.counts.services += 1
+        subject = ServiceSubject(fragment.result, nodes)
+        prepared = _Prepared.of(subject)
+        row = list(fragment.row)
+        for index in self._node_columns:
+            row[index] = self._service_columns[index].render(subject, prepared)
+        return tuple(row)
+
+    def _update(self, previous: ExporterState | None, state: ExporterState) -> _Body:
+        nodes = state.nodes
+        nodes_moved = self._nodes is not nodes and self._nodes != nodes
+        self._nodes = nodes
+        fragments = self._fragments
+        if not fragments:
+            applied: Iterable[ServiceKey] = self._load(state)
+        else:
+            changed = self._changed_since(previous, state)
+            if changed is None:
+                changed = self._identity_diff(state)
+            applied = self._apply(state, changed)
+            if nodes_moved and self._node_columns:
+                for key in list(fragments):
+                    fragment = fragments[key]
+                    if fragment.row is not None and key not in applied:
+                        row = self._node_row(fragment, nodes)
+                        fragments[key] = _Fragment(fragment.result, row)
+                        self._blocks.set(key, row)
+        exported_results: tuple[ServiceResult, ...] | None = None
+
+        def exported() -> tuple[ServiceResult, ...]:
+            nonlocal exported_results
+            if exported_results is None:
+                exported_results = tuple(fragments[key].result for key in self._blocks)
+            return exported_results
+
+        for column in self._scrape_columns:
+            column.update(state, fragments, applied, exported, self.counts)
+        return self._body_of(state)
+
+    def _load(self, state: ExporterState) -> list[ServiceKey]:
+        """Render every Service (the first render, or after the renderer was emptied)."""
+        nodes = state.nodes
+        fragments = self._fragments
         for key, result in sorted(state.services.items()):
-            fragment = self._fragments.get(key)
-            if fragment is None or fragment.result is not result:
-                fragment = self._render_service(result, state)
-            fresh[key] = fragment
-        # Deleted Services drop out here: their lines are never written again.
-        self._fragments = fresh
-        return list(fresh.values())
+            fragments[key] = _Fragment(result, self._row(result, nodes))
+        self._blocks.load(
+            (key, fragment.row) for key, fragment in fragments.items() if fragment.row is not None
+        )
+        return list(fragments)
 
-    def _from_scrape(self, state: ExporterState, fragments: list[_Fragment]) -> tuple[bytes, ...]:
-        if self._scrape_chunks.state is not state:
-            scrape = Scrape(
-                state, tuple(fragment.result for fragment in fragments if fragment.exported)
-            )
-            chunks = tuple(
-                sample_lines(family, family_samples(family, scrape))
-                if allowed and not per_service
-                else b""
-                for family, allowed, per_service in zip(
-                    HINT_FAMILIES, self._allowed, self._per_service, strict=True
-                )
-            )
-            self._scrape_chunks = _ScrapeChunks(state, chunks)
-        return self._scrape_chunks.chunks
+    def _apply(self, state: ExporterState, changed: Iterable[ServiceKey]) -> set[ServiceKey]:
+        """Replace the fragments of the changed Services; returns those actually replaced."""
+        services = state.services
+        fragments = self._fragments
+        nodes = state.nodes
+        applied: set[ServiceKey] = set()
+        for key in changed:
+            result = services.get(key)
+            old = fragments.get(key)
+            if old is None if result is None else old is not None and old.result is result:
+                continue
+            applied.add(key)
+            if result is None:
+                del fragments[key]
+                self._blocks.remove(key)
+                continue
+            row = self._row(result, nodes)
+            fragments[key] = _Fragment(result, row)
+            if row is not None:
+                self._blocks.set(key, row)
+            elif old is not None and old.row is not None:
+                self._blocks.remove(key)
+        return applied
+
+    def _body_of(self, state: ExporterState) -> _Body:
+        blocks = self._blocks.blocks
+        for block in blocks:
+            if block.stale:
+                self.counts.joins += block.rejoin()
+        families: list[tuple[bytes, ...]] = []
+        for per_service, index in self._layout:
+            if per_service:
+                families.append(tuple(chunk for block in blocks if (chunk := block.joined[index])))
+            else:
+                chunk = self._scrape_columns[index].chunk
+                families.append((chunk,) if chunk else ())
+        return _Body(state, tuple(families))
+
+    def _deflated(self, body: _Body) -> tuple[tuple[bytes, ...], ...]:
+        """One deflate segment per chunk, reused while the chunk is the same object."""
+        with self._gzip_lock:
+            if self._segments is not None and self._segments[0] is body:
+                return self._segments[1]
+            cache = self._segment_cache
+            fresh: dict[int, tuple[bytes, bytes]] = {}
+            families: list[tuple[bytes, ...]] = []
+            for chunks in body.families:
+                segments: list[bytes] = []
+                for chunk in chunks:
+                    # The cache holds the chunk itself, so its id cannot be reused meanwhile.
+                    entry = cache.get(id(chunk))
+                    if entry is None or entry[0] is not chunk:
+                        entry = (chunk, _deflate(chunk))
+                        self.counts.deflated += 1
+                    fresh[id(chunk)] = entry
+                    segments.append(entry[1])
+                families.append(tuple(segments))
+            self._segment_cache = fresh
+            result = tuple(families)
+            self._segments = (body, result)
+            return result
+
+    def _checksum(self, body: _Body, fmt: Format) -> tuple[int, int]:
+        """The CRC-32 and size of the body's bytes in a format: the one pass over all of
+        them that gzip needs (zlib's crc32 runs at gigabytes a second), once per state."""
+        with self._gzip_lock:
+            known = self._checksums.get(fmt)
+            if known is not None and known[0] is body:
+                return known[1], known[2]
+            crc, size = 0, 0
+            for header, chunks in zip(self._headers[fmt], body.families, strict=True):
+                crc = zlib.crc32(header, crc)
+                size += len(header)
+                for chunk in chunks:
+                    crc = zlib.crc32(chunk, crc)
+                    size += len(chunk)
+            self._checksums[fmt] = (body, crc, size)
+            return crc, size
 
 
 class MetricsEndpoint:
-    """/metrics: cached hint fragments plus the exporter's own (small) registry.
+    """/metrics: the rendered hint families plus the exporter's own (small) registry.
 
     The format and gzip are prometheus_client's choice (`negotiation.py`). Requests that
     filter by `name[]`, or ask for a name escaping that rewrites legacy names, go to
     prometheus_client's own WSGI app over the full registry (the hint collector included).
+    The response is a list of chunks, its Content-Length their sum: the server writes them
+    without joining.
     """
 
     def __init__(
@@ -223,10 +682,15 @@ class MetricsEndpoint:
         self._own = own
         self._full_app = make_wsgi_app(full)
 
-    def body(self, fmt: Format, encode_own: Callable[[CollectorRegistry], bytes]) -> bytes:
+    def chunks(
+        self, fmt: Format, encode_own: Callable[[CollectorRegistry], bytes], *, zipped: bool
+    ) -> list[bytes]:
         """The hint families, then the exporter's own as `encode_own` writes them (last,
-        since an OpenMetrics encoder ends its output with `# EOF`)."""
-        return b"".join((*self._renderer.render(fmt), encode_own(self._own)))
+        since an OpenMetrics encoder ends its output with `# EOF`); gzipped if zipped."""
+        own = encode_own(self._own)
+        if zipped:
+            return self._renderer.render_gzip(fmt, own)
+        return [*self._renderer.render(fmt), own]
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         environ = honouring_quality(environ)
@@ -235,11 +699,10 @@ class MetricsEndpoint:
             filtered: Iterable[bytes] = self._full_app(environ, start_response)
             return filtered
         fmt = Format.OPENMETRICS if negotiated.openmetrics else Format.TEXT
-        body = self.body(fmt, negotiated.encoder)
+        chunks = self.chunks(fmt, negotiated.encoder, zipped=negotiated.gzip)
         headers = [("Content-Type", negotiated.content_type)]
         if negotiated.gzip:
-            body = gzip.compress(body, compresslevel=GZIP_LEVEL)
             headers.append(("Content-Encoding", "gzip"))
-        headers.append(("Content-Length", str(len(body))))
+        headers.append(("Content-Length", str(sum(map(len, chunks)))))
         start_response("200 OK", headers)
-        return [body]
+        return chunks

@@ -26,16 +26,18 @@ import functools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any, Protocol, TypeVar
 
 from exporter.engine import (
     OVERLOAD_LIMIT,
     OVERLOAD_THRESHOLD,
     ExpectedState,
     ProxyMode,
+    ProxyView,
     ReadyNodes,
     ServiceVerdict,
 )
-from exporter.engine.whatif import NO_FORECAST, EntryForecast, forecast_zone_loss
+from exporter.engine.whatif import NO_FORECAST, EntryForecast
 from exporter.evaluator import ExporterState, ServiceResult
 from exporter.store import ServiceKey
 
@@ -43,6 +45,7 @@ PREFIX = "topology_hints_"
 
 # (label values, value); label values in the family's label order.
 Sample = tuple[tuple[str, ...], float]
+_Contribution = TypeVar("_Contribution")
 
 
 class MetricType(StrEnum):
@@ -95,14 +98,22 @@ class ServiceSubject:
     @functools.cached_property
     def entries(self) -> tuple[tuple[tuple[str, str, str], ServiceEntry], ...]:
         """(identity label values, entry) per address type."""
-        result = self.result
-        forecasts = result.forecasts or (NO_FORECAST,) * len(result.verdicts)
-        return tuple(
-            (verdict.key, ServiceEntry(verdict, flips, self.nodes, forecast))
+        return service_entries(self.result, self.nodes)
+
+
+def service_entries(
+    result: ServiceResult, nodes: ReadyNodes
+) -> tuple[tuple[tuple[str, str, str], ServiceEntry], ...]:
+    """(identity label values, entry) per address type of one Service."""
+    forecasts = result.forecasts or (NO_FORECAST,) * len(result.verdicts)
+    return tuple(
+        [
+            (verdict.key, ServiceEntry(verdict, flips, nodes, forecast))
             for verdict, flips, forecast in zip(
                 result.verdicts, result.state_changes, forecasts, strict=True
             )
-        )
+        ]
+    )
 
 
 @dataclass(frozen=True)
@@ -131,6 +142,34 @@ class PerService:
     cacheable until the evaluator replaces the result."""
 
     function: Callable[[ServiceSubject], Iterable[Sample]]
+    # The same samples without the identity labels, per (Service, address type) entry or
+    # per Service (one of the two): the renderer formats a Service's identity once.
+    entry: Callable[[ServiceEntry], Iterable[Sample]] | None = None
+    service: Callable[[ServiceResult], Iterable[Sample]] | None = None
+    # The samples also read the Ready nodes: they change with the node view even when the
+    # Service's result does not.
+    reads_nodes: bool = False
+
+
+class Tally(Protocol[_Contribution]):
+    """A family summed over the exported Services, kept running by the cached renderer.
+
+    Built for one view of the state (what the family's `reads` returns); each exported
+    Service adds its contribution, and a Service whose contribution changes is subtracted
+    and added again, so a change costs that Service, not every Service.
+    """
+
+    def contribution(self, result: ServiceResult) -> _Contribution:
+        """What the Service adds; equal contributions add the same."""
+        ...
+
+    def add(self, contribution: _Contribution, sign: int) -> None:
+        """Add (sign 1) or take away (sign -1) a contribution added before."""
+        ...
+
+    def samples(self) -> Iterable[Sample]:
+        """The family's samples over the contributions added so far (every label)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +177,11 @@ class PerScrape:
     """Samples computed from the whole scrape (every label included)."""
 
     function: Callable[[Scrape], Iterable[Sample]]
+    # The parts of the state the samples read besides the exported Services: while each is
+    # the same object, the samples are the same. None: anything (rendered for every state).
+    reads: Callable[[ExporterState], tuple[object, ...]] | None = None
+    # For families summed over the exported Services: the running sum for a state's view.
+    tally: Callable[[ExporterState], Tally[Any]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +199,9 @@ class Family:
     same_on_every_shard: bool = False
 
 
-def each_entry(function: Callable[[ServiceEntry], Iterable[Sample]]) -> PerService:
+def each_entry(
+    function: Callable[[ServiceEntry], Iterable[Sample]], *, reads_nodes: bool = False
+) -> PerService:
     """A per-(Service, address type) function, its samples prefixed with the entry's key."""
 
     def samples(service: ServiceSubject) -> Iterator[Sample]:
@@ -163,7 +209,7 @@ def each_entry(function: Callable[[ServiceEntry], Iterable[Sample]]) -> PerServi
             for labels, value in function(entry):
                 yield (*key, *labels), value
 
-    return PerService(samples)
+    return PerService(samples, entry=function, reads_nodes=reads_nodes)
 
 
 def each_service(function: Callable[[ServiceResult], Iterable[Sample]]) -> PerService:
@@ -174,11 +220,32 @@ def each_service(function: Callable[[ServiceResult], Iterable[Sample]]) -> PerSe
         for labels, value in function(service.result):
             yield (*key, *labels), value
 
-    return PerService(samples)
+    return PerService(samples, service=function)
 
 
-def from_scrape(function: Callable[[Scrape], Iterable[Sample]]) -> PerScrape:
-    return PerScrape(function)
+def from_scrape(
+    function: Callable[[Scrape], Iterable[Sample]],
+    *,
+    reads: Callable[[ExporterState], tuple[object, ...]] | None = None,
+) -> PerScrape:
+    return PerScrape(function, reads=reads)
+
+
+def tallied(
+    tally: Callable[[ExporterState], Tally[Any]],
+    *,
+    reads: Callable[[ExporterState], tuple[object, ...]],
+) -> PerScrape:
+    """A family summed over the exported Services: the collector sums them on each scrape,
+    the cached renderer keeps the sum running (one implementation for both)."""
+
+    def samples(scrape: Scrape) -> Iterable[Sample]:
+        running = tally(scrape.state)
+        for result in scrape.exported:
+            running.add(running.contribution(result), 1)
+        return running.samples()
+
+    return PerScrape(samples, reads=reads, tally=tally)
 
 
 _declared: list[Family] = []
@@ -220,13 +287,18 @@ _OVERLOAD_LIMIT = f"{OVERLOAD_LIMIT:g}"
 
 # -- cluster -------------------------------------------------------------------------------
 
+
+def _capacity(state: ExporterState) -> tuple[object, ...]:
+    return (state.capacity,)
+
+
 SUFFICIENT_NODE_INFO = _declare(
     "sufficient_node_info",
     GAUGE,
     Scope.CLUSTER,
     "1 when every Ready worker node has a zone label and allocatable CPU and at least "
     "two zones have CPU; 0 disables auto hints for every Service.",
-    from_scrape(lambda scrape: _one(scrape.state.capacity.sufficient)),
+    from_scrape(lambda scrape: _one(scrape.state.capacity.sufficient), reads=_capacity),
     same_on_every_shard=True,
 )
 ZONE_CPU_RATIO = _declare(
@@ -238,7 +310,8 @@ ZONE_CPU_RATIO = _declare(
     from_scrape(
         lambda scrape: (
             ((zone,), ratio) for zone, ratio in scrape.state.capacity.zone_ratios.items()
-        )
+        ),
+        reads=_capacity,
     ),
     labels=("zone",),
     same_on_every_shard=True,
@@ -253,7 +326,8 @@ ZONE_ALLOCATABLE_CPU_CORES = _declare(
         lambda scrape: (
             ((zone,), millicores / 1000)
             for zone, millicores in scrape.state.capacity.zone_millicores.items()
-        )
+        ),
+        reads=_capacity,
     ),
     labels=("zone",),
     same_on_every_shard=True,
@@ -268,7 +342,8 @@ NODE_MISSING_TOPOLOGY_INFO = _declare(
         lambda scrape: (
             ((problem.node, str(problem.missing)), 1.0)
             for problem in scrape.state.capacity.problems
-        )
+        ),
+        reads=_capacity,
     ),
     labels=("missing",),
     same_on_every_shard=True,
@@ -530,7 +605,8 @@ SERVICE_PROXY_NODES = _declare(
         lambda entry: (
             ((str(mode),), float(count))
             for mode, count in sorted(proxy_node_counts(entry.verdict, entry.nodes).items())
-        )
+        ),
+        reads_nodes=True,
     ),
     labels=("mode",),
 )
@@ -583,54 +659,112 @@ DATAPLANE_INFO = _declare(
 # -- over the exported Services --------------------------------------------------------------
 
 
-def _node_proxy_services(scrape: Scrape) -> Iterator[Sample]:
-    """Per node and mode, over exported entries; computed per zone, then adjusted per node.
+class NodeProxyTally:
+    """Per node and mode, over exported entries; counted per zone, then adjusted per node.
 
-    Every node of a zone shares the zone's mode unless a node hint names it, so the cost
-    is zones x entries plus the PreferSameNode nodes, not nodes x entries.
+    Every node of a zone shares the zone's mode unless a node hint names it, so adding a
+    Service costs its zones and PreferSameNode nodes, and the samples zones x modes plus
+    one line per node, not nodes x entries.
     """
-    nodes = scrape.state.nodes
-    by_zone: dict[str, dict[ProxyMode, int]] = {}
-    adjustments: dict[str, dict[ProxyMode, int]] = {}
-    for verdict in scrape.verdicts:
-        proxy = verdict.proxy
-        for zone, mode in proxy.by_zone.items():
-            counts = by_zone.setdefault(zone, {})
-            counts[mode] = counts.get(mode, 0) + 1
-        for node in proxy.same_node:
-            zone_mode = proxy.by_zone.get(nodes.zone_of.get(node, ""))
-            adjust = adjustments.setdefault(node, {})
-            adjust[ProxyMode.PREFER_SAME_NODE] = adjust.get(ProxyMode.PREFER_SAME_NODE, 0) + 1
-            if zone_mode is not None:
-                adjust[zone_mode] = adjust.get(zone_mode, 0) - 1
-    for zone, zone_nodes in nodes.by_zone.items():
-        zone_counts = by_zone.get(zone, {})
-        for node in zone_nodes:
-            counts = dict(zone_counts)
-            for mode, delta in adjustments.get(node, {}).items():
-                counts[mode] = counts.get(mode, 0) + delta
-            for mode, count in sorted(counts.items()):
-                if count > 0:
-                    yield (node, zone, str(mode)), float(count)
+
+    def __init__(self, state: ExporterState) -> None:
+        self._nodes = state.nodes
+        self._by_zone: dict[str, dict[ProxyMode, int]] = {}
+        self._adjustments: dict[str, dict[ProxyMode, int]] = {}
+
+    def contribution(self, result: ServiceResult) -> tuple[ProxyView, ...]:
+        return tuple(verdict.proxy for verdict in result.verdicts)
+
+    def add(self, contribution: tuple[ProxyView, ...], sign: int) -> None:
+        zone_of = self._nodes.zone_of
+        for proxy in contribution:
+            for zone, mode in proxy.by_zone.items():
+                _count(self._by_zone.setdefault(zone, {}), mode, sign)
+            for node in proxy.same_node:
+                adjust = self._adjustments.setdefault(node, {})
+                _count(adjust, ProxyMode.PREFER_SAME_NODE, sign)
+                zone_mode = proxy.by_zone.get(zone_of.get(node, ""))
+                if zone_mode is not None:
+                    _count(adjust, zone_mode, -sign)
+
+    def samples(self) -> Iterator[Sample]:
+        for zone, zone_nodes in self._nodes.by_zone.items():
+            zone_counts = self._by_zone.get(zone, {})
+            plain = [
+                (str(mode), float(count))
+                for mode, count in sorted(zone_counts.items())
+                if count > 0
+            ]
+            for node in zone_nodes:
+                adjustment = self._adjustments.get(node)
+                if adjustment is None:
+                    for mode_name, value in plain:
+                        yield (node, zone, mode_name), value
+                    continue
+                counts = dict(zone_counts)
+                for mode, delta in adjustment.items():
+                    counts[mode] = counts.get(mode, 0) + delta
+                for mode, count in sorted(counts.items()):
+                    if count > 0:
+                        yield (node, zone, str(mode)), float(count)
 
 
-def _last_event(scrape: Scrape) -> Iterator[Sample]:
+def _count(counts: dict[ProxyMode, int], mode: ProxyMode, delta: int) -> None:
+    """Adjust a count, dropping it at zero so that removed Services leave nothing behind."""
+    total = counts.get(mode, 0) + delta
+    if total:
+        counts[mode] = total
+    else:
+        del counts[mode]
+
+
+class LastEventTally:
     """Events of exported Services only: a deleted Service's timestamps vanish with it.
 
-    Read from the whole scrape because an event does not replace the Service's result.
+    Read from the state's events because an event does not replace the Service's result;
+    the tally only tracks which Services are exported.
     """
-    exported = scrape.exported_keys
-    for key, timestamp in sorted(scrape.state.last_event.items()):
-        if key[:2] in exported:
-            yield key, timestamp
+
+    def __init__(self, state: ExporterState) -> None:
+        self._events = state.last_event
+        self._exported: set[ServiceKey] = set()
+
+    def contribution(self, result: ServiceResult) -> ServiceKey:
+        return result.service.key
+
+    def add(self, contribution: ServiceKey, sign: int) -> None:
+        if sign > 0:
+            self._exported.add(contribution)
+        else:
+            self._exported.discard(contribution)
+
+    def samples(self) -> Iterator[Sample]:
+        exported = self._exported
+        for key, timestamp in sorted(self._events.items()):
+            if key[:2] in exported:
+                yield key, timestamp
 
 
-def _zone_loss(scrape: Scrape) -> Iterator[Sample]:
+class ZoneLossTally:
     """Per zone of the cluster, over exported entries: their forecasts were made when each
-    Service was evaluated, so a scrape only counts."""
-    forecasts = (forecast for result in scrape.exported for forecast in result.forecasts)
-    for zone, count in forecast_zone_loss(forecasts, scrape.state.zone_loss_views).items():
-        yield (zone,), float(count)
+    Service was evaluated, so this only counts (as `forecast_zone_loss` does)."""
+
+    def __init__(self, state: ExporterState) -> None:
+        self._counts = dict.fromkeys((view.zone for view in state.zone_loss_views), 0)
+
+    def contribution(self, result: ServiceResult) -> tuple[frozenset[str], ...]:
+        return tuple(forecast.zones_losing_hints for forecast in result.forecasts)
+
+    def add(self, contribution: tuple[frozenset[str], ...], sign: int) -> None:
+        counts = self._counts
+        for zones in contribution:
+            for zone in zones:
+                if zone in counts:
+                    counts[zone] += sign
+
+    def samples(self) -> Iterator[Sample]:
+        for zone, count in self._counts.items():
+            yield (zone,), float(count)
 
 
 NODE_PROXY_SERVICES = _declare(
@@ -638,7 +772,7 @@ NODE_PROXY_SERVICES = _declare(
     GAUGE,
     Scope.NODE,
     "Exported Services (per address type) for which kube-proxy on the node uses the mode.",
-    from_scrape(_node_proxy_services),
+    tallied(NodeProxyTally, reads=lambda state: (state.nodes,)),
     labels=("zone", "mode"),
 )
 SERVICE_LAST_EVENT_TIMESTAMP_SECONDS = _declare(
@@ -647,7 +781,7 @@ SERVICE_LAST_EVENT_TIMESTAMP_SECONDS = _declare(
     Scope.SERVICE,
     "Unix time of the latest TopologyAwareHintsDisabled / TopologyAwareHintsEnabled event "
     "the controller recorded on the Service.",
-    from_scrape(_last_event),
+    tallied(LastEventTally, reads=lambda state: (state.last_event,)),
     labels=("reason",),
 )
 ZONE_LOSS_SERVICES_LOSING_HINTS = _declare(
@@ -657,7 +791,7 @@ ZONE_LOSS_SERVICES_LOSING_HINTS = _declare(
     "Exported Services (per address type) that would lose topology-aware routing if every "
     "node and endpoint of the zone were lost (what-if --lose-zone), per zone label of the "
     "cluster's nodes.",
-    from_scrape(_zone_loss),
+    tallied(ZoneLossTally, reads=lambda state: (state.zone_loss_views,)),
     labels=("zone",),
 )
 CONTROLLER_EVENTS_TOTAL = _declare(
@@ -668,7 +802,8 @@ CONTROLLER_EVENTS_TOTAL = _declare(
     from_scrape(
         lambda scrape: (
             ((reason,), float(total)) for reason, total in sorted(scrape.state.event_totals.items())
-        )
+        ),
+        reads=lambda state: (state.event_totals,),
     ),
     labels=("reason",),
 )

@@ -1,0 +1,155 @@
+"""Rows kept in key order in blocks, each block caching its rows joined, per column.
+
+The /metrics body is, per family, every exported Service's lines in key order. Rebuilding
+that order and joining 10,000 fragments per family on every change costs as much as the
+change is small. Here the rows (a Service's fragment: its lines per family) sit in sorted
+blocks of a few hundred; a block keeps each column joined, and a change re-joins only the
+columns of its own block whose bytes changed. A family's body is then a list of one chunk
+per block, written to the socket as it is.
+
+`sortedcontainers.SortedList` keeps the same shape (a list of sorted sublists), but its
+sublists are private: the per-block joined bytes need the blocks themselves.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Iterator
+
+from exporter.store import ServiceKey
+
+Row = tuple[bytes, ...]
+
+
+class Block:
+    """Consecutive rows in key order, and their columns joined (stale ones set aside)."""
+
+    __slots__ = ("joined", "keys", "rows", "stale")
+
+    def __init__(self, keys: list[ServiceKey], rows: list[Row], columns: int) -> None:
+        self.keys = keys
+        self.rows = rows
+        # Each column's bytes over the rows; a stale column's are out of date.
+        self.joined: list[bytes] = [b""] * columns
+        # Columns to join again before they are read.
+        self.stale: set[int] = set(range(columns))
+
+    def rejoin(self) -> int:
+        """Join the stale columns again; returns how many were joined."""
+        rows = self.rows
+        joined = self.joined
+        for column in self.stale:
+            joined[column] = b"".join([row[column] for row in rows])
+        count = len(self.stale)
+        self.stale.clear()
+        return count
+
+
+class SortedBlocks:
+    """Rows by key in sorted blocks of `load` to 2 x `load` rows (fewer for the last)."""
+
+    def __init__(self, columns: int, load: int = 256) -> None:
+        if load < 4:
+            raise ValueError("load must be at least 4")
+        self._columns = columns
+        self._load = load
+        self._blocks: list[Block] = []
+        # The last key of each block, for bisect.
+        self._maxes: list[ServiceKey] = []
+
+    def __len__(self) -> int:
+        return sum(len(block.keys) for block in self._blocks)
+
+    @property
+    def blocks(self) -> list[Block]:
+        return self._blocks
+
+    def load(self, items: Iterable[tuple[ServiceKey, Row]]) -> None:
+        """Replace every row by `items`, which must be in key order (the first render)."""
+        keys: list[ServiceKey] = []
+        rows: list[Row] = []
+        for key, row in items:
+            keys.append(key)
+            rows.append(row)
+        size = self._load
+        self._blocks = [
+            Block(keys[start : start + size], rows[start : start + size], self._columns)
+            for start in range(0, len(keys), size)
+        ]
+        self._maxes = [block.keys[-1] for block in self._blocks]
+
+    def _find(self, key: ServiceKey) -> int:
+        index = bisect.bisect_left(self._maxes, key)
+        return min(index, len(self._blocks) - 1)
+
+    def set(self, key: ServiceKey, row: Row) -> None:
+        """Insert the row or replace the key's row; marks the columns whose bytes changed."""
+        if not self._blocks:
+            self._blocks = [Block([key], [row], self._columns)]
+            self._maxes = [key]
+            return
+        index = self._find(key)
+        block = self._blocks[index]
+        position = bisect.bisect_left(block.keys, key)
+        if position < len(block.keys) and block.keys[position] == key:
+            old = block.rows[position]
+            block.rows[position] = row
+            block.stale.update(
+                column for column in range(self._columns) if old[column] != row[column]
+            )
+            return
+        block.keys.insert(position, key)
+        block.rows.insert(position, row)
+        block.stale.update(column for column in range(self._columns) if row[column])
+        self._maxes[index] = block.keys[-1]
+        if len(block.keys) > 2 * self._load:
+            self._split(index)
+
+    def remove(self, key: ServiceKey) -> None:
+        """Remove the key's row, if present; marks the columns it had lines in."""
+        if not self._blocks:
+            return
+        index = self._find(key)
+        block = self._blocks[index]
+        position = bisect.bisect_left(block.keys, key)
+        if position == len(block.keys) or block.keys[position] != key:
+            return
+        del block.keys[position]
+        old = block.rows.pop(position)
+        block.stale.update(column for column in range(self._columns) if old[column])
+        if not block.keys:
+            del self._blocks[index]
+            del self._maxes[index]
+            return
+        self._maxes[index] = block.keys[-1]
+        if len(block.keys) < self._load // 4 and len(self._blocks) > 1:
+            self._merge(index)
+
+    def _split(self, index: int) -> None:
+        block = self._blocks[index]
+        half = len(block.keys) // 2
+        right = Block(block.keys[half:], block.rows[half:], self._columns)
+        del block.keys[half:]
+        del block.rows[half:]
+        block.stale.update(range(self._columns))
+        self._blocks.insert(index + 1, right)
+        self._maxes[index] = block.keys[-1]
+        self._maxes.insert(index + 1, right.keys[-1])
+
+    def _merge(self, index: int) -> None:
+        """Fold a block that shrank into its neighbour (split again if that overflows)."""
+        left = index - 1 if index > 0 else index
+        first, second = self._blocks[left], self._blocks[left + 1]
+        first.keys.extend(second.keys)
+        first.rows.extend(second.rows)
+        first.stale.update(range(self._columns))
+        del self._blocks[left + 1]
+        del self._maxes[left + 1]
+        self._maxes[left] = first.keys[-1]
+        if len(first.keys) > 2 * self._load:
+            self._split(left)
+
+    def __iter__(self) -> Iterator[ServiceKey]:
+        """The keys in order."""
+        for block in self._blocks:
+            yield from block.keys
