@@ -48,3 +48,24 @@ def test_benchmark_prints_every_row(tmp_path: Path) -> None:
     figures = document["scales"][0]["figures"]
     assert figures["change_p50"]["ratio"] is not None
     assert len(figures["node_change"]["runs"]) == 1
+
+    # The page's Results section is generated from that JSON.
+    report = subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / "bench" / "report.py"), str(output)],
+        capture_output=True, text=True, timeout=60, check=False, cwd=PROJECT_ROOT,
+    )  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    assert report.stdout.count("| measure | median [min-max] |") == 2
+    for row in ROWS:
+        assert row in report.stdout, (row, report.stdout)
+    assert "### Growth from the smallest scale" in report.stdout
+
+
+def test_report_of_a_missing_file_is_one_line(tmp_path: Path) -> None:
+    completed = subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / "bench" / "report.py"), str(tmp_path / "none.json")],
+        capture_output=True, text=True, timeout=60, check=False, cwd=PROJECT_ROOT,
+    )  # fmt: skip
+    assert completed.returncode == 2
+    assert completed.stderr.count("\n") == 1, completed.stderr
+    assert "none.json" in completed.stderr
