@@ -263,14 +263,17 @@ def entry_inputs(  # noqa: C901, PLR0912 - one fused pass over the endpoints, on
     hinted_nodes: set[str] = set()
     first_zone_unhinted: Endpoint | None = None
     every_node_hinted = True
+    # Bound methods, looked up once rather than per endpoint.
+    count, see, keep, use = counted.append, seen.add, unique.append, usable.append
+    add_zones, add_nodes = hinted_zones.update, hinted_nodes.update
     for endpoint_slice in slice_tuple:
         managed = endpoint_slice.managed
         for endpoint in endpoint_slice.endpoints:
             zone_hints, node_hints, ready = endpoint.zone_hints, endpoint.node_hints, endpoint.ready
-            if zone_hints or node_hints:
+            if not carries_hints and (zone_hints or node_hints):
                 carries_hints = True
             if managed and ready is True:
-                counted.append(endpoint)
+                count(endpoint)
                 if zone_hints:
                     hinted += 1
                     for zone in zone_hints if len(zone_hints) == 1 else set(zone_hints):
@@ -281,17 +284,17 @@ def entry_inputs(  # noqa: C901, PLR0912 - one fused pass over the endpoints, on
             address = endpoint.address
             if address is None or address in seen:
                 continue
-            seen.add(address)
-            unique.append(endpoint)
+            see(address)
+            keep(endpoint)
             if ready is False:
                 continue
-            usable.append(endpoint)
+            use(endpoint)
             if zone_hints:
-                hinted_zones.update(zone_hints)
+                add_zones(zone_hints)
             elif first_zone_unhinted is None:
                 first_zone_unhinted = endpoint
             if node_hints:
-                hinted_nodes.update(node_hints)
+                add_nodes(node_hints)
             else:
                 every_node_hinted = False
     ready_hints = HintSets.of_parts(

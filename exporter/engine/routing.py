@@ -253,9 +253,32 @@ class HintSets:
 
 def ready_hint_sets(endpoints: Iterable[Endpoint]) -> HintSets:
     """The ready endpoints' hints, first copy per address winning, as `service_endpoints`
-    computes them for endpoints in List order."""
-    return HintSets.of(
-        [endpoint for endpoint in _first_per_address(endpoints) if endpoint.ready is not False]
+    computes them for endpoints in List order: in one pass (what-if asks it per zone)."""
+    seen: set[str] = set()
+    usable: list[Endpoint] = []
+    zones: set[str] = set()
+    nodes: set[str] = set()
+    first_zone_unhinted = None
+    every_node_hinted = True
+    for endpoint in endpoints:
+        address = endpoint.address
+        if address is None or address in seen:
+            continue
+        seen.add(address)
+        if endpoint.ready is False:
+            continue
+        usable.append(endpoint)
+        zone_hints, node_hints = endpoint.zone_hints, endpoint.node_hints
+        if zone_hints:
+            zones.update(zone_hints)
+        elif first_zone_unhinted is None:
+            first_zone_unhinted = endpoint
+        if node_hints:
+            nodes.update(node_hints)
+        else:
+            every_node_hinted = False
+    return HintSets.of_parts(
+        usable, zones, nodes, first_zone_unhinted, every_node_hinted=every_node_hinted
     )
 
 
