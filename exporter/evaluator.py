@@ -163,6 +163,8 @@ class Evaluator:
         self._prepared: dict[
             ServiceKey, tuple[Service, tuple[EndpointSlice, ...], tuple[EntryInputs, ...]]
         ] = {}
+        # Equal zone-hint sets of those inputs, shared (a handful of distinct ones).
+        self._zone_sets: dict[frozenset[str], frozenset[str]] = {}
         # Persistent: publishing shares every entry with the previous state, and a
         # one-Service change costs O(log n), not a copy of 10,000 entries.
         self._results: immutables.Map[ServiceKey, ServiceResult] = immutables.Map()
@@ -294,7 +296,7 @@ class Evaluator:
         prepared = self._prepared.get(key)
         if prepared is not None and prepared[0] is service and prepared[1] is slices:
             return prepared[2], True
-        inputs = service_inputs(service, slices)
+        inputs = service_inputs(service, slices, self._zone_sets)
         self._prepared[key] = (service, slices, inputs)
         return inputs, False
 

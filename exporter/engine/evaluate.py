@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -241,7 +242,10 @@ class EntryInputs:
 
 
 def entry_inputs(  # noqa: C901, PLR0912 - one fused pass over the endpoints, on purpose
-    service: Service, address_type: str, slices: Sequence[EndpointSlice]
+    service: Service,
+    address_type: str,
+    slices: Sequence[EndpointSlice],
+    zone_sets: dict[frozenset[str], frozenset[str]] | None = None,
 ) -> EntryInputs:
     """The slice-derived part of the entry's verdict (slices of one address type).
 
@@ -249,6 +253,9 @@ def entry_inputs(  # noqa: C901, PLR0912 - one fused pass over the endpoints, on
     endpoints of managed slices) and what the data planes read (`service_endpoints`:
     first copy per address, ready unless explicitly not): this runs for every endpoint
     of the cluster at the first evaluation.
+
+    `zone_sets`: a dict the caller keeps while it keeps the inputs, through which entries
+    hinted for the same zones share one set (most Services name the same few zones).
     """
     slice_tuple = tuple(slices)
     counted: list[Endpoint] = []
@@ -297,9 +304,14 @@ def entry_inputs(  # noqa: C901, PLR0912 - one fused pass over the endpoints, on
                 add_nodes(node_hints)
             else:
                 every_node_hinted = False
+    # Held for every entry while its slices last: in the common case (no duplicate, every
+    # endpoint ready and managed) the three lists are one, so they share one tuple.
+    unique_tuple = tuple(unique)
+    usable_tuple = unique_tuple if len(usable) == len(unique) else tuple(usable)
+    same_counted = len(counted) == len(usable) and all(map(operator.is_, counted, usable))
     ready_hints = HintSets.of_parts(
-        usable,
-        hinted_zones,
+        usable_tuple,
+        _shared(hinted_zones, zone_sets),
         hinted_nodes,
         first_zone_unhinted,
         every_node_hinted=every_node_hinted,
@@ -310,8 +322,8 @@ def entry_inputs(  # noqa: C901, PLR0912 - one fused pass over the endpoints, on
         mechanism=mechanism_of(service),
         slices=slice_tuple,
         # What service_endpoints(service, address_type, slices) returns (a test holds it).
-        endpoints=ServiceEndpoints(service, address_type, slice_tuple, tuple(unique), ready_hints),
-        counted=tuple(counted),
+        endpoints=ServiceEndpoints(service, address_type, slice_tuple, unique_tuple, ready_hints),
+        counted=usable_tuple if same_counted else tuple(counted),
         hinted=hinted,
         hinted_by_zone=MappingProxyType(hinted_by_zone),
         zone_endpoints=MappingProxyType(dict(sorted(zone_endpoints.items()))),
@@ -320,13 +332,26 @@ def entry_inputs(  # noqa: C901, PLR0912 - one fused pass over the endpoints, on
     )
 
 
-def service_inputs(service: Service, slices: Sequence[EndpointSlice]) -> tuple[EntryInputs, ...]:
+def _shared(
+    zones: set[str], zone_sets: dict[frozenset[str], frozenset[str]] | None
+) -> set[str] | frozenset[str]:
+    if zone_sets is None or not zones:
+        return zones
+    frozen = frozenset(zones)
+    return zone_sets.setdefault(frozen, frozen)
+
+
+def service_inputs(
+    service: Service,
+    slices: Sequence[EndpointSlice],
+    zone_sets: dict[frozenset[str], frozenset[str]] | None = None,
+) -> tuple[EntryInputs, ...]:
     """One EntryInputs per address type among the slices, sorted by address type."""
     by_type: dict[str, list[EndpointSlice]] = {}
     for endpoint_slice in slices:
         by_type.setdefault(endpoint_slice.address_type, []).append(endpoint_slice)
     return tuple(
-        entry_inputs(service, address_type, typed)
+        entry_inputs(service, address_type, typed, zone_sets)
         for address_type, typed in sorted(by_type.items())
     )
 

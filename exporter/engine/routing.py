@@ -19,6 +19,7 @@ from exporter.engine.model import Endpoint, EndpointSlice, Service
 
 # Address types a proxy programs; FQDN slices get no routing.
 PROXIED_ADDRESS_TYPES = frozenset({"IPv4", "IPv6"})
+NO_NAMES: frozenset[str] = frozenset()
 # Hint annotation values that mean "no hints" to kube-proxy 1.29 and to Cilium.
 ANNOTATION_OFF_VALUES = frozenset({"", "disabled", "Disabled"})
 
@@ -227,7 +228,7 @@ class HintSets:
     def of_parts(
         cls,
         endpoints: Sequence[Endpoint],
-        zones: set[str],
+        zones: set[str] | frozenset[str],
         nodes: set[str],
         first_zone_unhinted: Endpoint | None,
         *,
@@ -243,8 +244,9 @@ class HintSets:
             )
         return cls(
             endpoints=tuple(endpoints),
-            zones=frozenset(zones),
-            nodes=frozenset(nodes),
+            # Held per entry: the empty sets (most entries' node hints) are one object.
+            zones=frozenset(zones) if zones else NO_NAMES,  # a frozenset is kept as it is
+            nodes=frozenset(nodes) if nodes else NO_NAMES,
             first_zone_unhinted=first_zone_unhinted,
             every_node_hinted=every_node_hinted,
             zone_hint_problem=problem,
