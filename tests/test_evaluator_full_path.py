@@ -24,9 +24,13 @@ def inputs_computed(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     calls: list[tuple[str, str]] = []
     computed: Callable[..., tuple[EntryInputs, ...]] = EVALUATOR.service_inputs
 
-    def counted(svc: Service, slices: tuple[EndpointSlice, ...]) -> tuple[EntryInputs, ...]:
+    def counted(
+        svc: Service,
+        slices: tuple[EndpointSlice, ...],
+        zone_sets: dict[frozenset[str], frozenset[str]] | None = None,
+    ) -> tuple[EntryInputs, ...]:
         calls.append(svc.key)
-        return computed(svc, slices)
+        return computed(svc, slices, zone_sets)
 
     monkeypatch.setattr(EVALUATOR, "service_inputs", counted)
     return calls
