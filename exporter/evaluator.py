@@ -32,7 +32,14 @@ from exporter.engine import (
     cluster_capacity,
     evaluate_service,
 )
-from exporter.engine.evaluate import Judgements, ready_nodes, rejudged
+from exporter.engine.evaluate import (
+    EntryInputs,
+    Judgements,
+    ready_nodes,
+    rejudged,
+    service_inputs,
+)
+from exporter.engine.kubeproxy import KubeProxyRoutes
 from exporter.engine.model import Node
 from exporter.engine.whatif import (
     EntryForecast,
@@ -129,6 +136,10 @@ class _NodeView:
     feasibility: Feasibility
     zone_loss_views: tuple[ZoneLossView, ...]
     judgements: Judgements
+    routes: KubeProxyRoutes
+    # The zone-loss views remove the same nodes as the previous view's (only Ready nodes
+    # or capacity moved): forecasts re-decide from what they counted on unchanged slices.
+    same_zone_loss: bool
 
 
 class Evaluator:
@@ -147,6 +158,13 @@ class Evaluator:
         self._clock = clock or time.time
         self._observe = observe or (lambda _seconds: None)
         self._inputs: dict[ServiceKey, tuple[Service | None, tuple[EndpointSlice, ...]]] = {}
+        # What each Service's verdicts read from its Service and slices alone, for the
+        # objects it was computed from: a change of the Ready nodes reuses it.
+        self._prepared: dict[
+            ServiceKey, tuple[Service, tuple[EndpointSlice, ...], tuple[EntryInputs, ...]]
+        ] = {}
+        # Equal zone-hint sets of those inputs, shared (a handful of distinct ones).
+        self._zone_sets: dict[frozenset[str], frozenset[str]] = {}
         # Persistent: publishing shares every entry with the previous state, and a
         # one-Service change costs O(log n), not a copy of 10,000 entries.
         self._results: immutables.Map[ServiceKey, ServiceResult] = immutables.Map()
@@ -160,6 +178,8 @@ class Evaluator:
         self._state = ExporterState()
         # The judgements of the published capacity, shared by every Service's evaluation.
         self._judgements = Judgements(self._state.capacity)
+        # kube-proxy's routings over the published Ready nodes, shared likewise.
+        self._routes = KubeProxyRoutes(self._state.nodes)
         # Which node is in which zone: zone-loss views also depend on not-Ready nodes.
         self._zone_membership: frozenset[tuple[str, str]] = frozenset()
         self._listeners: list[Callable[[ExporterState], None]] = []
@@ -245,6 +265,7 @@ class Evaluator:
         capacity, ready = previous.capacity, previous.nodes
         feasibility, views = previous.feasibility, previous.zone_loss_views
         moved = _Moved.NOTHING
+        same_zone_loss = True
         if nodes is not None:
             # Equal ones are kept, not replaced by a copy: verdicts, memos and families
             # refer to them, and comparing an object with itself is immediate.
@@ -256,10 +277,28 @@ class Evaluator:
                 moved = _Moved.SHARES if same_nodes else _Moved.NODES
                 feasibility = Feasibility(capacity)
                 views = zone_loss_views(nodes, views if same_nodes else ())
+                # Which nodes each view removes follows from zone membership alone.
+                same_zone_loss = membership == self._zone_membership
                 self._zone_membership = membership
         if capacity is not self._judgements.capacity:
             self._judgements = Judgements(capacity)
-        return _NodeView(capacity, ready, feasibility, views, self._judgements), moved
+        if ready is not self._routes.nodes:
+            self._routes = KubeProxyRoutes(ready)
+        view = _NodeView(
+            capacity, ready, feasibility, views, self._judgements, self._routes, same_zone_loss
+        )
+        return view, moved
+
+    def _prepared_inputs(
+        self, key: ServiceKey, service: Service, slices: tuple[EndpointSlice, ...]
+    ) -> tuple[tuple[EntryInputs, ...], bool]:
+        """The Service's EntryInputs, and whether they were kept (same objects as before)."""
+        prepared = self._prepared.get(key)
+        if prepared is not None and prepared[0] is service and prepared[1] is slices:
+            return prepared[2], True
+        inputs = service_inputs(service, slices, self._zone_sets)
+        self._prepared[key] = (service, slices, inputs)
+        return inputs, False
 
     def _reevaluate(
         self, key: ServiceKey, view: _NodeView, *, rejudge: bool, keep_unchanged: bool
@@ -277,23 +316,44 @@ class Evaluator:
             if service is None:
                 self._inputs.pop(key, None)
                 self._forget_events_of(key)
+            self._prepared.pop(key, None)
             self._forget(old_keys)
             return None
+        same_slices: tuple[EntryForecast, ...] = ()
+        inputs: tuple[EntryInputs, ...] = ()
         if rejudge and old is not None:
             verdicts = tuple(rejudged(verdict, view.judgements) for verdict in old.verdicts)
             previous_forecasts = old.forecasts
         else:
+            inputs, kept = self._prepared_inputs(key, service, slices)
             verdicts = evaluate_service(
-                service, slices, view.capacity, view.nodes, self._dataplanes, view.judgements
+                service,
+                slices,
+                view.capacity,
+                view.nodes,
+                self._dataplanes,
+                view.judgements,
+                view.routes,
+                inputs,
             )
             previous_forecasts = ()
+            if kept and view.same_zone_loss and old is not None:
+                same_slices = old.forecasts
         self._forget(old_keys - {verdict.key for verdict in verdicts})
         earlier = old.verdicts if rejudge and old is not None else (None,) * len(verdicts)
         for verdict, last in zip(verdicts, earlier, strict=True):
             self._track_flip(verdict, last)
         flips = tuple(self._flips[verdict.key] for verdict in verdicts)
         forecasts = service_forecasts(
-            verdicts, slices, view.nodes, view.feasibility, view.zone_loss_views, previous_forecasts
+            verdicts,
+            slices,
+            view.nodes,
+            view.feasibility,
+            view.zone_loss_views,
+            previous_forecasts,
+            same_slices=same_slices,
+            routes=view.routes,
+            inputs=inputs,
         )
         if (
             keep_unchanged

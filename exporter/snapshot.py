@@ -18,15 +18,15 @@ document by more than `MAX_ALIAS_NODES` nodes, and an object given twice is an e
 from __future__ import annotations
 
 import codecs
+import functools
 import os
 import stat
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import msgspec
-import yaml
 
 from exporter.decode import (
     InvalidObjectError,
@@ -51,6 +51,9 @@ from exporter.engine import (
     Service,
     evaluate,
 )
+
+if TYPE_CHECKING:
+    import yaml
 
 STDIN = "-"
 # Far above any real cluster (kubectl's JSON for 5,000 nodes and 150,000 endpoints is a
@@ -263,18 +266,11 @@ def _parse_json(source: str, data: bytes) -> Snapshot | None:
 
 # -- YAML ---------------------------------------------------------------------------------
 
-_YamlBase: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# PyYAML is imported on the first YAML input, not at start: JSON snapshots and the live
+# path never need it.
 
 
-def _children(node: yaml.Node) -> list[yaml.Node]:
-    if isinstance(node, yaml.SequenceNode):
-        return list(node.value)
-    if isinstance(node, yaml.MappingNode):
-        return [part for pair in node.value for part in pair]
-    return []
-
-
-class _AliasError(yaml.YAMLError):
+class _AliasError(Exception):
     pass
 
 
@@ -285,6 +281,15 @@ def _check_expansion(root: yaml.Node) -> None:
     is constructed: expansion (by the constructor, by merge keys, or by whoever walks the
     result) is what costs time and memory, and it is bounded by this count.
     """
+    import yaml  # noqa: PLC0415 - loaded with the first YAML input
+
+    def children(node: yaml.Node) -> list[yaml.Node]:
+        if isinstance(node, yaml.SequenceNode):
+            return list(node.value)
+        if isinstance(node, yaml.MappingNode):
+            return [part for pair in node.value for part in pair]
+        return []
+
     sizes: dict[int, int] = {}
     open_nodes: set[int] = set()
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
@@ -293,7 +298,7 @@ def _check_expansion(root: yaml.Node) -> None:
         key = id(node)
         if finished:
             open_nodes.discard(key)
-            sizes[key] = 1 + sum(sizes[id(child)] for child in _children(node))
+            sizes[key] = 1 + sum(sizes[id(child)] for child in children(node))
             continue
         if key in sizes:
             continue
@@ -301,23 +306,32 @@ def _check_expansion(root: yaml.Node) -> None:
             raise _AliasError("YAML aliases refer to their own ancestors")
         open_nodes.add(key)
         stack.append((node, True))
-        stack.extend((child, False) for child in _children(node) if id(child) not in sizes)
+        stack.extend((child, False) for child in children(node) if id(child) not in sizes)
     if sizes[id(root)] - len(sizes) > MAX_ALIAS_NODES:
         raise _AliasError(f"YAML aliases expand to more than {MAX_ALIAS_NODES} extra nodes")
 
 
-class _BoundedYamlLoader(_YamlBase):  # type: ignore[misc]
-    # Without a "*" in the text there is no alias, and no need to walk each document.
-    may_have_aliases = True
+@functools.cache
+def _bounded_yaml_loader() -> type[Any]:
+    """PyYAML's safe loader (the C one when built), refusing alias bombs."""
+    import yaml  # noqa: PLC0415 - loaded with the first YAML input
 
-    def construct_document(self, node: yaml.Node) -> object:
-        if self.may_have_aliases:
-            _check_expansion(node)
-        return super().construct_document(node)
+    base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class BoundedYamlLoader(base):  # type: ignore[misc]
+        # Without a "*" in the text there is no alias, and no need to walk each document.
+        may_have_aliases = True
+
+        def construct_document(self, node: yaml.Node) -> object:
+            if self.may_have_aliases:
+                _check_expansion(node)
+            return super().construct_document(node)
+
+    return BoundedYamlLoader
 
 
 def _yaml_documents(data: bytes) -> Iterator[Any]:
-    loader = _BoundedYamlLoader(data)
+    loader = _bounded_yaml_loader()(data)
     loader.may_have_aliases = b"*" in data
     try:
         while loader.check_data():
@@ -329,6 +343,8 @@ def _yaml_documents(data: bytes) -> Iterator[Any]:
 
 
 def _yaml_error(source: str, error: Exception) -> SnapshotError:
+    import yaml  # noqa: PLC0415 - loaded with the first YAML input
+
     if isinstance(error, _AliasError):
         return SnapshotError(f"{source}: {error}")
     if isinstance(error, RecursionError):
@@ -364,6 +380,8 @@ def _yaml_items(source: str, documents: Iterator[Any]) -> Iterator[tuple[int, An
 
 
 def _parse_yaml(source: str, data: bytes) -> Snapshot:
+    import yaml  # noqa: PLC0415 - loaded with the first YAML input
+
     collector = _Collector(source)
     try:
         for index, item in _yaml_items(source, _yaml_documents(data)):
@@ -377,7 +395,7 @@ def _parse_yaml(source: str, data: bytes) -> Snapshot:
                 except InvalidObjectError as error:
                     raise SnapshotError(f"{source}: {error}") from None
                 collector.add(spec.decoder.kind, decoded)
-    except (yaml.YAMLError, RecursionError, ValueError, OverflowError) as error:
+    except (_AliasError, yaml.YAMLError, RecursionError, ValueError, OverflowError) as error:
         raise _yaml_error(source, error) from None
     return collector.snapshot()
 

@@ -18,8 +18,6 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 
 class WebConfigError(ValueError):
     """An unusable TLS or web configuration; the message is one line."""
@@ -148,6 +146,8 @@ def load_web_config(path: str) -> WebConfig:
     except (OSError, UnicodeDecodeError) as error:
         reason = error.strerror if isinstance(error, OSError) else "not UTF-8"
         raise WebConfigError(f"{path}: cannot read: {reason}") from None
+    import yaml  # noqa: PLC0415 - only a web configuration file needs YAML
+
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as error:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -17,11 +18,11 @@ from exporter.engine.health import (
     hint_completeness,
     load_factor,
 )
-from exporter.engine.kubeproxy import ProxyView, ReadyNodes, proxy_view_of
+from exporter.engine.kubeproxy import KubeProxyRoutes, ProxyView, ReadyNodes
 from exporter.engine.mechanism import ConfigIssue, Mechanism, config_issues, mechanism_of
 from exporter.engine.model import Endpoint, EndpointSlice, Node, Service
 from exporter.engine.reasons import DisableReason
-from exporter.engine.routing import DataPlane, RoutingView, service_endpoints
+from exporter.engine.routing import DataPlane, HintSets, RoutingView, ServiceEndpoints
 
 DEFAULT_DATAPLANES = (DataPlane.KUBE_PROXY,)
 
@@ -212,6 +213,149 @@ class Judgements:
         return Judgement(reason, state, MappingProxyType(zones), nearest, drift)
 
 
+@dataclass(frozen=True, slots=True)
+class EntryInputs:
+    """What an entry's verdict reads from its Service and slices alone.
+
+    Nothing here depends on Nodes: a caller that keeps it per (Service, slices) object
+    evaluates a change of capacity or of the Ready nodes without reading the slices again.
+    """
+
+    service: Service
+    address_type: str
+    mechanism: Mechanism
+    # The slices of this address type, in List order.
+    slices: tuple[EndpointSlice, ...]
+    endpoints: ServiceEndpoints
+    # The controller's N: explicitly ready endpoints of managed slices.
+    counted: tuple[Endpoint, ...]
+    hinted: int
+    hinted_by_zone: Mapping[str, int]
+    # Sorted by zone.
+    zone_endpoints: Mapping[str, int]
+    config_issues: frozenset[ConfigIssue]
+    carries_hints: bool
+
+    @property
+    def ready(self) -> int:
+        return len(self.counted)
+
+
+def entry_inputs(  # noqa: C901, PLR0912 - one fused pass over the endpoints, on purpose
+    service: Service,
+    address_type: str,
+    slices: Sequence[EndpointSlice],
+    zone_sets: dict[frozenset[str], frozenset[str]] | None = None,
+) -> EntryInputs:
+    """The slice-derived part of the entry's verdict (slices of one address type).
+
+    One pass over the endpoints gathers both the controller's counts (explicitly ready
+    endpoints of managed slices) and what the data planes read (`service_endpoints`:
+    first copy per address, ready unless explicitly not): this runs for every endpoint
+    of the cluster at the first evaluation.
+
+    `zone_sets`: a dict the caller keeps while it keeps the inputs, through which entries
+    hinted for the same zones share one set (most Services name the same few zones).
+    """
+    slice_tuple = tuple(slices)
+    counted: list[Endpoint] = []
+    hinted_by_zone: dict[str, int] = {}
+    zone_endpoints: dict[str, int] = {}
+    hinted = 0
+    carries_hints = False
+    seen: set[str] = set()
+    unique: list[Endpoint] = []
+    usable: list[Endpoint] = []
+    hinted_zones: set[str] = set()
+    hinted_nodes: set[str] = set()
+    first_zone_unhinted: Endpoint | None = None
+    every_node_hinted = True
+    # Bound methods, looked up once rather than per endpoint.
+    count, see, keep, use = counted.append, seen.add, unique.append, usable.append
+    add_zones, add_nodes = hinted_zones.update, hinted_nodes.update
+    for endpoint_slice in slice_tuple:
+        managed = endpoint_slice.managed
+        for endpoint in endpoint_slice.endpoints:
+            zone_hints, node_hints, ready = endpoint.zone_hints, endpoint.node_hints, endpoint.ready
+            if not carries_hints and (zone_hints or node_hints):
+                carries_hints = True
+            if managed and ready is True:
+                count(endpoint)
+                if zone_hints:
+                    hinted += 1
+                    for zone in zone_hints if len(zone_hints) == 1 else set(zone_hints):
+                        hinted_by_zone[zone] = hinted_by_zone.get(zone, 0) + 1
+                located = endpoint.zone
+                if located:
+                    zone_endpoints[located] = zone_endpoints.get(located, 0) + 1
+            address = endpoint.address
+            if address is None or address in seen:
+                continue
+            see(address)
+            keep(endpoint)
+            if ready is False:
+                continue
+            use(endpoint)
+            if zone_hints:
+                add_zones(zone_hints)
+            elif first_zone_unhinted is None:
+                first_zone_unhinted = endpoint
+            if node_hints:
+                add_nodes(node_hints)
+            else:
+                every_node_hinted = False
+    # Held for every entry while its slices last: in the common case (no duplicate, every
+    # endpoint ready and managed) the three lists are one, so they share one tuple.
+    unique_tuple = tuple(unique)
+    usable_tuple = unique_tuple if len(usable) == len(unique) else tuple(usable)
+    same_counted = len(counted) == len(usable) and all(map(operator.is_, counted, usable))
+    ready_hints = HintSets.of_parts(
+        usable_tuple,
+        _shared(hinted_zones, zone_sets),
+        hinted_nodes,
+        first_zone_unhinted,
+        every_node_hinted=every_node_hinted,
+    )
+    return EntryInputs(
+        service=service,
+        address_type=address_type,
+        mechanism=mechanism_of(service),
+        slices=slice_tuple,
+        # What service_endpoints(service, address_type, slices) returns (a test holds it).
+        endpoints=ServiceEndpoints(service, address_type, slice_tuple, unique_tuple, ready_hints),
+        counted=usable_tuple if same_counted else tuple(counted),
+        hinted=hinted,
+        hinted_by_zone=MappingProxyType(hinted_by_zone),
+        zone_endpoints=MappingProxyType(dict(sorted(zone_endpoints.items()))),
+        config_issues=config_issues(service),
+        carries_hints=carries_hints,
+    )
+
+
+def _shared(
+    zones: set[str], zone_sets: dict[frozenset[str], frozenset[str]] | None
+) -> set[str] | frozenset[str]:
+    if zone_sets is None or not zones:
+        return zones
+    frozen = frozenset(zones)
+    return zone_sets.setdefault(frozen, frozen)
+
+
+def service_inputs(
+    service: Service,
+    slices: Sequence[EndpointSlice],
+    zone_sets: dict[frozenset[str], frozenset[str]] | None = None,
+) -> tuple[EntryInputs, ...]:
+    """One EntryInputs per address type among the slices, sorted by address type."""
+    by_type: dict[str, list[EndpointSlice]] = {}
+    for endpoint_slice in slices:
+        by_type.setdefault(endpoint_slice.address_type, []).append(endpoint_slice)
+    return tuple(
+        entry_inputs(service, address_type, typed, zone_sets)
+        for address_type, typed in sorted(by_type.items())
+    )
+
+
 def evaluate_address_type(
     service: Service,
     address_type: str,
@@ -225,28 +369,34 @@ def evaluate_address_type(
 
     `judgements` shares the capacity's judgements between calls (one per capacity).
     """
-    mechanism = mechanism_of(service)
-    counted = counted_endpoints(slices)
-    ready = len(counted)
-    # Plain dicts, not Counter.update: this runs for every endpoint on a node change.
-    hinted_by_zone: dict[str, int] = {}
-    zone_endpoints: dict[str, int] = {}
-    hinted = 0
-    for endpoint in counted:
-        hints = endpoint.zone_hints
-        if hints:
-            hinted += 1
-            for zone in hints if len(hints) == 1 else set(hints):
-                hinted_by_zone[zone] = hinted_by_zone.get(zone, 0) + 1
-        if endpoint.zone:
-            zone_endpoints[endpoint.zone] = zone_endpoints.get(endpoint.zone, 0) + 1
+    return evaluate_entry(
+        entry_inputs(service, address_type, slices), capacity, nodes, dataplanes, judgements
+    )
+
+
+def evaluate_entry(
+    inputs: EntryInputs,
+    capacity: ClusterCapacity,
+    nodes: ReadyNodes,
+    dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES,
+    judgements: Judgements | None = None,
+    routes: KubeProxyRoutes | None = None,
+) -> ServiceVerdict:
+    """The entry's verdict under this capacity and these Ready nodes.
+
+    `judgements` (made for `capacity`) and `routes` (made for `nodes`) share judgements and
+    kube-proxy routings between the entries of one node view.
+    """
+    mechanism = inputs.mechanism
+    ready = inputs.ready
+    hinted_by_zone = inputs.hinted_by_zone
     if judgements is None or judgements.capacity is not capacity:
         judgements = Judgements(capacity)
     judgement = judgements.judge(
         mechanism,
         ready=ready,
-        hinted=hinted,
-        every_endpoint_has_zone=sum(zone_endpoints.values()) == ready,
+        hinted=inputs.hinted,
+        every_endpoint_has_zone=sum(inputs.zone_endpoints.values()) == ready,
         hinted_by_zone=hinted_by_zone,
     )
     drift = judgement.drift
@@ -254,13 +404,15 @@ def evaluate_address_type(
         drift = drift_kinds(
             mechanism,
             hints_expected=judgement.expected_state is ExpectedState.ENABLED,
-            counted=counted,
+            counted=inputs.counted,
             allocations={},
             hinted_by_zone=hinted_by_zone,
         )
-    endpoints = service_endpoints(service, address_type, slices)
+    endpoints = inputs.endpoints
     # kube-proxy's routing is section 5's proxy mode: computed once, whether configured or not.
-    kube_proxy = route(DataPlane.KUBE_PROXY, endpoints, nodes)
+    if routes is None or routes.nodes is not nodes:
+        routes = KubeProxyRoutes(nodes)
+    kube_proxy, proxy = routes.route(endpoints)
     routing = {
         dataplane: kube_proxy
         if dataplane is DataPlane.KUBE_PROXY
@@ -268,25 +420,21 @@ def evaluate_address_type(
         for dataplane in dataplanes
     }
     return ServiceVerdict(
-        service=service,
-        address_type=address_type,
+        service=inputs.service,
+        address_type=inputs.address_type,
         mechanism=mechanism,
         expected_state=judgement.expected_state,
         reason=judgement.reason,
         ready_endpoints=ready,
-        hinted_endpoints=hinted,
+        hinted_endpoints=inputs.hinted,
         zones=judgement.zones,
-        zone_endpoints=MappingProxyType(dict(sorted(zone_endpoints.items()))),
-        hint_completeness=hint_completeness(ready, hinted),
-        proxy=proxy_view_of(kube_proxy),
+        zone_endpoints=inputs.zone_endpoints,
+        hint_completeness=hint_completeness(ready, inputs.hinted),
+        proxy=proxy,
         nearest_feasible=judgement.nearest_feasible,
-        config_issues=config_issues(service),
+        config_issues=inputs.config_issues,
         drift=drift,
-        carries_hints=any(
-            endpoint.zone_hints or endpoint.node_hints
-            for endpoint_slice in slices
-            for endpoint in endpoint_slice.endpoints
-        ),
+        carries_hints=inputs.carries_hints,
         routing=MappingProxyType(routing),
     )
 
@@ -334,20 +482,23 @@ def evaluate_service(
     nodes: ReadyNodes,
     dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES,
     judgements: Judgements | None = None,
+    routes: KubeProxyRoutes | None = None,
+    inputs: Sequence[EntryInputs] | None = None,
 ) -> tuple[ServiceVerdict, ...]:
     """One verdict per address type among the Service's slices, sorted by address type.
 
-    Pass the same `judgements` (made for `capacity`) to every call of one node view so
-    that Services of one shape share their allocation.
+    Pass the same `judgements` (made for `capacity`) and `routes` (made for `nodes`) to
+    every call of one node view so that Services of one shape share their allocation and
+    their routing. `inputs`: `service_inputs(service, slices)`, when the caller kept it.
     """
     if judgements is None or judgements.capacity is not capacity:
         judgements = Judgements(capacity)
-    by_type: dict[str, list[EndpointSlice]] = {}
-    for endpoint_slice in slices:
-        by_type.setdefault(endpoint_slice.address_type, []).append(endpoint_slice)
+    if routes is None or routes.nodes is not nodes:
+        routes = KubeProxyRoutes(nodes)
+    if inputs is None:
+        inputs = service_inputs(service, slices)
     return tuple(
-        evaluate_address_type(service, address_type, typed, capacity, nodes, dataplanes, judgements)
-        for address_type, typed in sorted(by_type.items())
+        evaluate_entry(entry, capacity, nodes, dataplanes, judgements, routes) for entry in inputs
     )
 
 
@@ -374,12 +525,13 @@ def evaluate(
     ready = ready_nodes(node_list)
     grouped = slices_by_service(slices)
     judgements = Judgements(capacity)
+    routes = KubeProxyRoutes(ready)
     verdicts = [
         verdict
         for service in services
         if service.key in grouped
         for verdict in evaluate_service(
-            service, grouped[service.key], capacity, ready, dataplanes, judgements
+            service, grouped[service.key], capacity, ready, dataplanes, judgements, routes
         )
     ]
     verdicts.sort(key=lambda verdict: verdict.key)

@@ -16,16 +16,21 @@ from types import MappingProxyType
 from exporter.engine.dataplanes import route
 from exporter.engine.model import EndpointSlice, Service
 from exporter.engine.routing import (
+    NO_ROUTING,
     PROXIED_ADDRESS_TYPES,
     DataPlane,
+    HintSets,
     ReadyNodes,
     Routing,
     RoutingView,
+    ServiceEndpoints,
+    ZoneRouting,
     service_endpoints,
 )
 
 __all__ = [
     "PROXIED_ADDRESS_TYPES",
+    "KubeProxyRoutes",
     "ProxyMode",
     "ProxyView",
     "ReadyNodes",
@@ -80,3 +85,79 @@ def proxy_view(
 ) -> ProxyView:
     endpoints = service_endpoints(service, address_type, slices)
     return proxy_view_of(route(DataPlane.KUBE_PROXY, endpoints, nodes))
+
+
+_NO_PROXY = ProxyView(MappingProxyType({}), ())
+# What the `kube-proxy` data plane reads of a routed entry (see KubeProxyRoutes).
+_RouteKey = tuple[str] | tuple[ZoneRouting | None, frozenset[str], frozenset[str] | None]
+_LOCAL_POLICY: _RouteKey = ("internal-traffic-policy-local",)
+_NO_READY: _RouteKey = ("no-ready-endpoints",)
+
+
+class KubeProxyRoutes:
+    """The `kube-proxy` data plane's routing over one set of Ready nodes, memoised per
+    hint shape.
+
+    For a routed entry (proxied Service, IP address type) the rule and its preamble read
+    only: internalTrafficPolicy Local, whether a ready endpoint exists, the zone-hint
+    problem (which names the first unhinted endpoint), the zones hinted and, when every
+    ready endpoint has a node hint, the nodes hinted. Entries with equal answers get the
+    same routing, so thousands of Services of one shape share one view, computed once.
+    Like whatif.Feasibility, the memo is a value that lives as long as its Ready nodes.
+    """
+
+    __slots__ = ("_memo", "_nodes", "views_computed")
+
+    def __init__(self, nodes: ReadyNodes) -> None:
+        self._nodes = nodes
+        self._memo: dict[_RouteKey, tuple[RoutingView, ProxyView]] = {}
+        # How many routings were computed (not served from the memo): what tests count.
+        self.views_computed = 0
+
+    @property
+    def nodes(self) -> ReadyNodes:
+        return self._nodes
+
+    def route(self, endpoints: ServiceEndpoints) -> tuple[RoutingView, ProxyView]:
+        """`route(DataPlane.KUBE_PROXY, endpoints, nodes)` and its section 5 modes."""
+        return self._routed(endpoints.service, endpoints.address_type, endpoints.ready, endpoints)
+
+    def route_ready(
+        self, service: Service, address_type: str, ready: HintSets
+    ) -> tuple[RoutingView, ProxyView]:
+        """The same for an entry known only by its ready endpoints' hints (what-if)."""
+        return self._routed(service, address_type, ready, None)
+
+    def _routed(
+        self,
+        service: Service,
+        address_type: str,
+        ready: HintSets,
+        endpoints: ServiceEndpoints | None,
+    ) -> tuple[RoutingView, ProxyView]:
+        if not (service.proxied and address_type in PROXIED_ADDRESS_TYPES) or not (
+            self._nodes.by_zone
+        ):
+            return NO_ROUTING, _NO_PROXY
+        key: _RouteKey
+        if service.internal_traffic_policy == "Local":
+            key = _LOCAL_POLICY
+        elif not ready.endpoints:
+            key = _NO_READY
+        else:
+            key = (
+                ready.zone_hint_problem,
+                ready.zones,
+                ready.nodes if ready.every_node_hinted else None,
+            )
+        try:
+            return self._memo[key]
+        except KeyError:
+            pass
+        if endpoints is None:
+            # kube-proxy reads no slice and no not-ready endpoint: the ready ones suffice.
+            endpoints = ServiceEndpoints(service, address_type, (), ready.endpoints, ready)
+        self.views_computed += 1
+        view = route(DataPlane.KUBE_PROXY, endpoints, self._nodes)
+        routed = self._memo[key] = (view, proxy_view_of(view))
+        return routed

@@ -83,6 +83,9 @@ def mechanism_of(service: Service) -> Mechanism:
     return Mechanism.NONE
 
 
+_NO_ISSUES: frozenset[ConfigIssue] = frozenset()
+
+
 def config_issues(service: Service) -> frozenset[ConfigIssue]:
     issues: set[ConfigIssue] = set()
     if annotation_on(service) and service.traffic_distribution is not None:
@@ -102,4 +105,5 @@ def config_issues(service: Service) -> frozenset[ConfigIssue]:
         issues.add(ConfigIssue.UNKNOWN_TRAFFIC_DISTRIBUTION)
     if service.internal_traffic_policy == "Local" and mechanism_of(service) is not Mechanism.NONE:
         issues.add(ConfigIssue.LOCAL_TRAFFIC_POLICY_WITH_HINTS)
-    return frozenset(issues)
+    # Held by every verdict: most have none, and share one empty set.
+    return frozenset(issues) if issues else _NO_ISSUES

@@ -19,6 +19,7 @@ from exporter.engine.model import Endpoint, EndpointSlice, Service
 
 # Address types a proxy programs; FQDN slices get no routing.
 PROXIED_ADDRESS_TYPES = frozenset({"IPv4", "IPv6"})
+NO_NAMES: frozenset[str] = frozenset()
 # Hint annotation values that mean "no hints" to kube-proxy 1.29 and to Cilium.
 ANNOTATION_OFF_VALUES = frozenset({"", "disabled", "Disabled"})
 
@@ -171,14 +172,22 @@ def _node_counts(
 
 def deduplicated(slices: Iterable[EndpointSlice]) -> list[Endpoint]:
     """Every endpoint once per address, the first copy in List order winning (section 5)."""
+    return _first_per_address(
+        endpoint for endpoint_slice in slices for endpoint in endpoint_slice.endpoints
+    )
+
+
+def _first_per_address(endpoints: Iterable[Endpoint]) -> list[Endpoint]:
     seen: set[str] = set()
     unique: list[Endpoint] = []
-    for endpoint_slice in slices:
-        for endpoint in endpoint_slice.endpoints:
-            if endpoint.address is None or endpoint.address in seen:
-                continue
-            seen.add(endpoint.address)
-            unique.append(endpoint)
+    # Bound methods: this runs for every endpoint of every Service at each full evaluation.
+    see, keep = seen.add, unique.append
+    for endpoint in endpoints:
+        address = endpoint.address
+        if address is None or address in seen:
+            continue
+        see(address)
+        keep(endpoint)
     return unique
 
 
@@ -197,23 +206,82 @@ class HintSets:
 
     @classmethod
     def of(cls, endpoints: Sequence[Endpoint]) -> HintSets:
-        zones = frozenset(zone for endpoint in endpoints for zone in endpoint.zone_hints)
-        unhinted = next((e for e in endpoints if not e.zone_hints), None)
+        # One pass, not five: this runs for every Service at each full evaluation.
+        zones: set[str] = set()
+        nodes: set[str] = set()
+        unhinted = None
+        every_node_hinted = True
+        for endpoint in endpoints:
+            zone_hints = endpoint.zone_hints
+            if zone_hints:
+                zones.update(zone_hints)
+            elif unhinted is None:
+                unhinted = endpoint
+            node_hints = endpoint.node_hints
+            if node_hints:
+                nodes.update(node_hints)
+            else:
+                every_node_hinted = False
+        return cls.of_parts(endpoints, zones, nodes, unhinted, every_node_hinted=every_node_hinted)
+
+    @classmethod
+    def of_parts(
+        cls,
+        endpoints: Sequence[Endpoint],
+        zones: set[str] | frozenset[str],
+        nodes: set[str],
+        first_zone_unhinted: Endpoint | None,
+        *,
+        every_node_hinted: bool,
+    ) -> HintSets:
+        """From the figures `of` computes, gathered by a caller's own pass."""
         problem = None
-        if unhinted is not None:
+        if first_zone_unhinted is not None:
             problem = (
-                ZoneRouting(Routing.CLUSTER, Cause.UNHINTED_ENDPOINT, unhinted)
+                ZoneRouting(Routing.CLUSTER, Cause.UNHINTED_ENDPOINT, first_zone_unhinted)
                 if zones
                 else ZoneRouting(Routing.CLUSTER, Cause.NO_HINTS)
             )
         return cls(
             endpoints=tuple(endpoints),
-            zones=zones,
-            nodes=frozenset(node for endpoint in endpoints for node in endpoint.node_hints),
-            first_zone_unhinted=unhinted,
-            every_node_hinted=all(endpoint.node_hints for endpoint in endpoints),
+            # Held per entry: the empty sets (most entries' node hints) are one object.
+            zones=frozenset(zones) if zones else NO_NAMES,  # a frozenset is kept as it is
+            nodes=frozenset(nodes) if nodes else NO_NAMES,
+            first_zone_unhinted=first_zone_unhinted,
+            every_node_hinted=every_node_hinted,
             zone_hint_problem=problem,
         )
+
+
+def ready_hint_sets(endpoints: Iterable[Endpoint]) -> HintSets:
+    """The ready endpoints' hints, first copy per address winning, as `service_endpoints`
+    computes them for endpoints in List order: in one pass (what-if asks it per zone)."""
+    seen: set[str] = set()
+    usable: list[Endpoint] = []
+    zones: set[str] = set()
+    nodes: set[str] = set()
+    first_zone_unhinted = None
+    every_node_hinted = True
+    for endpoint in endpoints:
+        address = endpoint.address
+        if address is None or address in seen:
+            continue
+        seen.add(address)
+        if endpoint.ready is False:
+            continue
+        usable.append(endpoint)
+        zone_hints, node_hints = endpoint.zone_hints, endpoint.node_hints
+        if zone_hints:
+            zones.update(zone_hints)
+        elif first_zone_unhinted is None:
+            first_zone_unhinted = endpoint
+        if node_hints:
+            nodes.update(node_hints)
+        else:
+            every_node_hinted = False
+    return HintSets.of_parts(
+        usable, zones, nodes, first_zone_unhinted, every_node_hinted=every_node_hinted
+    )
 
 
 @dataclass(frozen=True, slots=True)

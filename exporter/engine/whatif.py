@@ -23,6 +23,7 @@ from types import MappingProxyType
 from exporter.engine.allocation import NearestFeasible, refusal_reason
 from exporter.engine.capacity import ClusterCapacity, cluster_capacity
 from exporter.engine.evaluate import (
+    EntryInputs,
     Evaluation,
     ExpectedState,
     ServiceVerdict,
@@ -32,10 +33,17 @@ from exporter.engine.evaluate import (
     ready_nodes,
     slices_by_service,
 )
-from exporter.engine.kubeproxy import ProxyMode, ProxyView, ReadyNodes, proxy_view
+from exporter.engine.kubeproxy import (
+    KubeProxyRoutes,
+    ProxyMode,
+    ProxyView,
+    ReadyNodes,
+    proxy_view,
+)
 from exporter.engine.mechanism import Mechanism
 from exporter.engine.model import Endpoint, EndpointSlice, Node, Service
 from exporter.engine.reasons import DisableReason
+from exporter.engine.routing import HintSets, ready_hint_sets
 
 # Above this many endpoints per zone every count is feasible: the minimums sum to at most
 # N/1.2 + zones, which is N or less once N >= 6 x zones.
@@ -371,15 +379,26 @@ def _converged_slice(endpoint_slice: EndpointSlice, verdict: ServiceVerdict) -> 
     Endpoints that already carry those hints, and a slice none of whose endpoints change,
     are kept as they are: in a converged cluster that is nearly every one.
     """
-    endpoints = []
-    changed = False
-    for endpoint in endpoint_slice.endpoints:
+    originals = endpoint_slice.endpoints
+    # Built only from the first endpoint that changes: most slices have none.
+    endpoints: list[Endpoint] | None = None
+    for position, endpoint in enumerate(originals):
         hints = _converged_hints(endpoint, verdict)
-        if hints is not None and hints != (endpoint.zone_hints, endpoint.node_hints):
-            endpoint = replace(endpoint, zone_hints=hints[0], node_hints=hints[1])  # noqa: PLW2901
-            changed = True
-        endpoints.append(endpoint)
-    return replace(endpoint_slice, endpoints=tuple(endpoints)) if changed else endpoint_slice
+        if hints is None or (hints[0] == endpoint.zone_hints and hints[1] == endpoint.node_hints):
+            if endpoints is not None:
+                endpoints.append(endpoint)
+            continue
+        if endpoints is None:
+            endpoints = list(originals[:position])
+        endpoints.append(replace(endpoint, zone_hints=hints[0], node_hints=hints[1]))
+    if endpoints is None:
+        return endpoint_slice
+    return replace(endpoint_slice, endpoints=tuple(endpoints))
+
+
+def _writes_no_hints(verdict: ServiceVerdict) -> bool:
+    """The controller removes every hint of this entry's managed slices."""
+    return verdict.mechanism is not Mechanism.TRAFFIC_DISTRIBUTION and not _enabled_auto(verdict)
 
 
 def converged_slices(
@@ -390,6 +409,9 @@ def converged_slices(
     Under `auto` the controller also moves hints into zones short of their minimum; every
     zone with a ratio gets at least one, which is all kube-proxy's mode depends on.
     """
+    if not verdict.carries_hints and _writes_no_hints(verdict):
+        # No hint to remove and none to write: the slices are converged already.
+        return tuple(slices)
     converged = [_converged_slice(s, verdict) if s.managed else s for s in slices]
     if verdict.mechanism is Mechanism.AUTO and verdict.expected_state is ExpectedState.ENABLED:
         hinted = {zone for s in converged for e in s.endpoints for zone in e.zone_hints}
@@ -599,6 +621,8 @@ class ZoneLossView:
     removed_nodes: frozenset[str]
     nodes: ReadyNodes
     feasibility: Feasibility
+    # kube-proxy's routings over `nodes`: entries of one hint shape share one.
+    routes: KubeProxyRoutes
 
 
 def zone_loss_views(
@@ -621,8 +645,9 @@ def zone_loss_views(
                 removed_nodes=earlier.removed_nodes
                 if earlier is not None
                 else frozenset(node.name for node in nodes if node.zone == zone),
-                nodes=earlier.nodes if earlier is not None else ready_nodes(kept),
+                nodes=earlier.nodes if earlier is not None else (zone_nodes := ready_nodes(kept)),
                 feasibility=Feasibility(cluster_capacity(kept)),
+                routes=earlier.routes if earlier is not None else KubeProxyRoutes(zone_nodes),
             )
         )
     return tuple(views)
@@ -709,14 +734,83 @@ class EntryForecast:
     # survive it. What a capacity change re-judges zone loss from, without the slices;
     # not part of the forecast's value.
     survivors: tuple[int, ...] = field(default=(), compare=False)
+    # Entries without `auto`: the ready hints of today's converged slices, then, when it
+    # routes locally, of what survives each zone-loss view (aligned). What a change of the
+    # Ready nodes re-decides zone loss from, without the slices; not part of the value.
+    converged_ready: tuple[HintSets, ...] = field(default=(), compare=False)
 
 
 NO_FORECAST = EntryForecast(margin=None, zones_losing_hints=frozenset())
 
 
-def _forecast(margin: Margin | None, zones: frozenset[str]) -> EntryForecast:
-    # Most entries have neither: they share one object rather than hold one each.
-    return NO_FORECAST if margin is None and not zones else EntryForecast(margin, zones)
+def _forecast(
+    margin: Margin | None, zones: frozenset[str], converged_ready: tuple[HintSets, ...] = ()
+) -> EntryForecast:
+    # Most entries have neither: they share one object rather than hold one each (unless
+    # they carry what a node change re-decides from).
+    if margin is None and not zones and not converged_ready:
+        return NO_FORECAST
+    return EntryForecast(margin, zones, converged_ready=converged_ready)
+
+
+def _converged_ready(
+    verdict: ServiceVerdict,
+    slices: Sequence[EndpointSlice],
+    routes: KubeProxyRoutes,
+    views: Sequence[ZoneLossView],
+    ready: HintSets | None = None,
+) -> tuple[HintSets, ...]:
+    """Ready hints of the converged slices, then, if they route locally, of what survives
+    each view: what `proxy_view` reads of `_without_endpoints(converged, ...)`.
+
+    `ready`: the ready hints of `slices` themselves, when known (`EntryInputs`).
+    """
+    converged_today = converged_slices(verdict, slices)
+    converged = [e for s in converged_today for e in s.endpoints]
+    if ready is not None and all(c is s for c, s in zip(converged_today, slices, strict=True)):
+        today = ready
+    else:
+        today = ready_hint_sets(converged)
+    if not _routes_locally_with(verdict, today, routes):
+        return (today,)
+    survivors = (
+        ready_hint_sets(
+            [e for e in converged if not (e.zone == view.zone or e.node_name in view.removed_nodes)]
+        )
+        for view in views
+    )
+    return (today, *survivors)
+
+
+def _routes_locally_with(verdict: ServiceVerdict, ready: HintSets, routes: KubeProxyRoutes) -> bool:
+    return routes_locally(routes.route_ready(verdict.service, verdict.address_type, ready)[1])
+
+
+def _non_auto_forecast(
+    verdict: ServiceVerdict,
+    converged_ready: tuple[HintSets, ...],
+    routes: KubeProxyRoutes,
+    views: Sequence[ZoneLossView],
+) -> EntryForecast | None:
+    """Zone loss of an entry without `auto`, from its converged ready hints; None when
+    they lack the views' hints this routing needs.
+
+    Without `auto` the expected state never depends on capacity or count, so the change
+    is decided by the converged routing alone: no re-evaluation needed. Each endpoint's
+    converged hints depend on that endpoint only, so removing endpoints from today's
+    converged slices is converging the slices that remain. No margin: it needs `auto`.
+    """
+    if not _routes_locally_with(verdict, converged_ready[0], routes):
+        # Nothing local today: there is nothing to lose.
+        return _forecast(None, frozenset(), converged_ready)
+    if len(converged_ready) != len(views) + 1:
+        return None
+    losing = frozenset(
+        view.zone
+        for view, ready in zip(views, converged_ready[1:], strict=True)
+        if not _routes_locally_with(verdict, ready, view.routes)
+    )
+    return _forecast(None, losing, converged_ready)
 
 
 def _enabled_auto(verdict: ServiceVerdict) -> bool:
@@ -741,8 +835,13 @@ def entry_forecast(
     nodes: ReadyNodes,
     feasibility: Feasibility,
     views: Sequence[ZoneLossView],
+    routes: KubeProxyRoutes | None = None,
+    ready: HintSets | None = None,
 ) -> EntryForecast:
     """The entry's margin and zone loss, from its verdict and the slices it was evaluated on.
+
+    `routes`: kube-proxy's routings over `nodes`, shared between entries. `ready`: the
+    ready endpoints' hints of `slices` (`EntryInputs.endpoints.ready`), when known.
 
     An enabled `auto` entry needs no converged routing (zone loss is judged from the count
     through the shared memo), so the common case costs one pass over its endpoints; other
@@ -755,6 +854,15 @@ def entry_forecast(
         return _enabled_auto_forecast(
             margin, tuple(_survivors(counted_endpoints(slices), views)), views
         )
+    if verdict.mechanism is not Mechanism.AUTO:
+        if routes is None or routes.nodes is not nodes:
+            routes = KubeProxyRoutes(nodes)
+        forecast = _non_auto_forecast(
+            verdict, _converged_ready(verdict, slices, routes, views, ready), routes, views
+        )
+        if forecast is None:  # pragma: no cover - _converged_ready gives every view's
+            raise AssertionError(verdict.key)
+        return forecast
     converged_today = converged_slices(verdict, slices)
     if all(c is s for c, s in zip(converged_today, slices, strict=True)):
         # The slices already carry the hints the controller converges to: the verdict's own
@@ -765,27 +873,6 @@ def entry_forecast(
     if not routes_locally(converged):
         # Nothing local today: there is nothing to lose.
         return _forecast(margin, frozenset())
-    if verdict.mechanism is not Mechanism.AUTO:
-        # Without `auto` the expected state never depends on capacity or count, so the change
-        # is decided by the converged routing alone: no re-evaluation needed. Each endpoint's
-        # converged hints depend on that endpoint only, so removing endpoints from today's
-        # converged slices is converging the slices that remain.
-        service, address_type = verdict.service, verdict.address_type
-        return _forecast(
-            margin,
-            frozenset(
-                view.zone
-                for view in views
-                if not routes_locally(
-                    proxy_view(
-                        service,
-                        address_type,
-                        _without_endpoints(converged_today, _survives_not(view)),
-                        view.nodes,
-                    )
-                )
-            ),
-        )
     outcome = Outcome(verdict, tuple(slices), converged)
     return _forecast(margin, zones_losing_hints(outcome, views))
 
@@ -799,44 +886,82 @@ def depends_on_capacity(verdict: ServiceVerdict) -> bool:
     return verdict.mechanism is Mechanism.AUTO
 
 
-def service_forecasts(
+def service_forecasts(  # noqa: PLR0913 - the node view's shared values, passed in
     verdicts: Sequence[ServiceVerdict],
     slices: Sequence[EndpointSlice],
     nodes: ReadyNodes,
     feasibility: Feasibility,
     views: Sequence[ZoneLossView],
     previous: Sequence[EntryForecast] = (),
+    *,
+    same_slices: Sequence[EntryForecast] = (),
+    routes: KubeProxyRoutes | None = None,
+    inputs: Sequence[EntryInputs] = (),
 ) -> tuple[EntryForecast, ...]:
     """One forecast per verdict (aligned), each from the slices of its address type.
 
     `previous`, when given, are forecasts of the same entries (aligned) made on the same
     slices and Ready nodes, with views of the same zones and nodes, under another
     capacity: entries whose forecast does not depend on capacity keep theirs.
+    `same_slices`, when given, are forecasts of the same entries made on the same slices
+    with views of the same zones and removed nodes, whatever the Ready nodes and
+    capacity: what they counted from the slices is re-decided, not counted again.
+    `routes`: kube-proxy's routings over `nodes`, shared between entries. `inputs`: the
+    entries' EntryInputs (aligned), when the caller has them: their hints are not
+    gathered again.
     """
     if len(previous) != len(verdicts):
         previous = ()
+    if len(same_slices) != len(verdicts):
+        same_slices = previous
+    if routes is None or routes.nodes is not nodes:
+        routes = KubeProxyRoutes(nodes)
     by_type: dict[str, list[EndpointSlice]] | None = None
     forecasts = []
     for index, verdict in enumerate(verdicts):
         if previous and not depends_on_capacity(verdict):
             forecasts.append(previous[index])
             continue
-        survivors = previous[index].survivors if previous else ()
-        if views and survivors and _enabled_auto(verdict):
-            # What survives each zone's loss did not move: only its feasibility may have.
-            margin = endpoint_margin(verdict, feasibility)
-            forecasts.append(_enabled_auto_forecast(margin, survivors, views))
-            continue
+        earlier = same_slices[index] if same_slices else None
+        if earlier is not None and views:
+            reused = _re_decided(verdict, earlier, feasibility, routes, views)
+            if reused is not None:
+                forecasts.append(reused)
+                continue
         if by_type is None:
             by_type = {}
             for endpoint_slice in slices:
                 by_type.setdefault(endpoint_slice.address_type, []).append(endpoint_slice)
+        ready = inputs[index].endpoints.ready if len(inputs) == len(verdicts) else None
         forecasts.append(
             entry_forecast(
-                verdict, by_type.get(verdict.address_type, ()), nodes, feasibility, views
+                verdict,
+                by_type.get(verdict.address_type, ()),
+                nodes,
+                feasibility,
+                views,
+                routes,
+                ready,
             )
         )
     return tuple(forecasts)
+
+
+def _re_decided(
+    verdict: ServiceVerdict,
+    earlier: EntryForecast,
+    feasibility: Feasibility,
+    routes: KubeProxyRoutes,
+    views: Sequence[ZoneLossView],
+) -> EntryForecast | None:
+    """The forecast from what `earlier` counted on the same slices; None if it lacks it."""
+    if earlier.survivors and _enabled_auto(verdict):
+        # What survives each zone's loss did not move: only its feasibility may have.
+        margin = endpoint_margin(verdict, feasibility)
+        return _enabled_auto_forecast(margin, earlier.survivors, views)
+    if earlier.converged_ready and verdict.mechanism is not Mechanism.AUTO:
+        return _non_auto_forecast(verdict, earlier.converged_ready, routes, views)
+    return None
 
 
 def forecast_zone_loss(

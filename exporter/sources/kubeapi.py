@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import urllib3
-import yaml
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -58,12 +57,14 @@ def _retries() -> urllib3.Retry:
 
 # What loading a broken kubeconfig raises: the client's own error, and whatever its YAML
 # parsing and dictionary walking throw on a file of the wrong shape.
-_CONFIG_ERRORS = (OSError, ValueError, TypeError, KeyError, AttributeError, yaml.YAMLError)
+# (PyYAML's error is added where the client, which imports PyYAML itself, is loaded.)
+_CONFIG_ERRORS = (OSError, ValueError, TypeError, KeyError, AttributeError)
 
 
 def api_client(kubeconfig: str | None = None, context: str | None = None) -> ApiClient:
     """In-cluster service account when running in a pod and no kubeconfig is given."""
     import kubernetes  # noqa: PLC0415
+    import yaml  # noqa: PLC0415
     from kubernetes.client import ApiClient, Configuration  # noqa: PLC0415
 
     configuration = Configuration()
@@ -76,7 +77,7 @@ def api_client(kubeconfig: str | None = None, context: str | None = None) -> Api
                 config_file=kubeconfig, context=context, client_configuration=configuration
             )
         return ApiClient(configuration)
-    except (kubernetes.config.ConfigException, *_CONFIG_ERRORS) as error:
+    except (kubernetes.config.ConfigException, yaml.YAMLError, *_CONFIG_ERRORS) as error:
         where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         detail = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise ConfigError(f"cannot load cluster configuration from {where}: {detail}") from None
@@ -88,6 +89,7 @@ SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/names
 def default_namespace(kubeconfig: str | None = None, context: str | None = None) -> str:
     """The namespace kubectl would use without -n: the context's, or the pod's own in-cluster."""
     import kubernetes  # noqa: PLC0415
+    import yaml  # noqa: PLC0415
 
     if kubeconfig is None and context is None and "KUBERNETES_SERVICE_HOST" in os.environ:
         try:
@@ -96,7 +98,7 @@ def default_namespace(kubeconfig: str | None = None, context: str | None = None)
             return "default"
     try:
         contexts, active = kubernetes.config.list_kube_config_contexts(config_file=kubeconfig)
-    except (kubernetes.config.ConfigException, *_CONFIG_ERRORS):
+    except (kubernetes.config.ConfigException, yaml.YAMLError, *_CONFIG_ERRORS):
         return "default"  # the same file fails to load next, with a clear message
     chosen = next((c for c in contexts if c.get("name") == context), None) if context else active
     namespace = ((chosen or {}).get("context") or {}).get("namespace")
