@@ -7,7 +7,9 @@ tens of milliseconds. So nothing is redone that did not change:
 - A Service's lines (its fragment: one chunk per family) are rendered when its result is
   replaced; the evaluator names those Services in `ExporterState.changed`, and a scrape
   that missed generations gets them from `observe` (registered as an evaluator listener),
-  else compares results by identity.
+  else compares results by identity. Of a replaced result, only the families whose
+  declared `inputs` differ from the old result's are rendered again: a node change that
+  moves CPU shares replaces every result but changes only the zone allocation families.
 - Fragments sit in key order in sorted blocks of a few hundred Services (`blocks.py`); a
   block keeps each family's lines joined, and a change re-joins the families of its own
   block whose bytes changed. A family's body is one chunk per block.
@@ -30,8 +32,9 @@ from __future__ import annotations
 import struct
 import threading
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum, auto
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
@@ -134,6 +137,10 @@ class RenderCounts:
     tally_rebuilds: int = 0
     # Chunks compressed into a deflate segment.
     deflated: int = 0
+    # Per family name: its lines rendered again for a Service whose result was replaced.
+    rerendered: Counter[str] = field(default_factory=Counter)
+    # Family chunks kept from a replaced result because the family's inputs were equal.
+    reused: int = 0
 
 
 def _lines(
@@ -192,6 +199,7 @@ class _ServiceColumn:
     def __init__(self, family: Family, samples: PerService) -> None:
         self.family = family
         self.reads_nodes = samples.reads_nodes
+        self.inputs = samples.inputs
         self.line = line_format(family)
         # The function without identity labels and whether it runs per entry; None for a
         # family that only declares the full function (rendered through it, slower).
@@ -529,6 +537,51 @@ class ExpositionRenderer:
             ]
         )
 
+    def _kept(
+        self, old: ServiceResult, new: ServiceResult, nodes: ReadyNodes, *, nodes_moved: bool
+    ) -> list[bool] | None:
+        """Per service column, whether the old result's chunk holds for the new one; None
+        when no chunk does (other address types: the identity labels differ)."""
+        old_verdicts, new_verdicts = old.verdicts, new.verdicts
+        if len(old_verdicts) != len(new_verdicts) or any(
+            a.address_type != b.address_type
+            for a, b in zip(old_verdicts, new_verdicts, strict=True)
+        ):
+            return None
+        old_entries = [entry for _, entry in service_entries(old, nodes)]
+        new_entries = [entry for _, entry in service_entries(new, nodes)]
+        kept: list[bool] = []
+        for column in self._service_columns:
+            inputs = column.inputs
+            if inputs is None or (nodes_moved and column.reads_nodes):
+                kept.append(False)
+            elif column.per_entry:
+                kept.append(
+                    all(
+                        (a := inputs(old_entry)) is (b := inputs(new_entry)) or a == b
+                        for old_entry, new_entry in zip(old_entries, new_entries, strict=True)
+                    )
+                )
+            else:
+                a, b = inputs(old), inputs(new)
+                kept.append(a is b or a == b)
+        return kept if any(kept) else None
+
+    def _rerow(self, result: ServiceResult, nodes: ReadyNodes, old: Row, kept: list[bool]) -> Row:
+        """A replaced result's row: the old chunks of the families kept, the others rendered."""
+        self.counts.services += 1
+        subject = ServiceSubject(result, nodes)
+        prepared = _Prepared.of(subject)
+        row = list(old)
+        rerendered = self.counts.rerendered
+        for index, column in enumerate(self._service_columns):
+            if kept[index]:
+                self.counts.reused += 1
+            else:
+                row[index] = column.render(subject, prepared)
+                rerendered[column.family.name] += 1
+        return tuple(row)
+
     def _node_row(self, fragment: _Fragment, nodes: ReadyNodes) -> Row:
         """The row with only its node-reading families rendered again."""
         assert fragment.row is not None  # noqa: S101 - callers pass exported fragments
@@ -551,7 +604,7 @@ class ExpositionRenderer:
             changed = self._changed_since(previous, state)
             if changed is None:
                 changed = self._identity_diff(state)
-            applied = self._apply(state, changed)
+            applied = self._apply(state, changed, nodes_moved=nodes_moved)
             if nodes_moved and self._node_columns:
                 for key in list(fragments):
                     fragment = fragments[key]
@@ -582,8 +635,14 @@ class ExpositionRenderer:
         )
         return list(fragments)
 
-    def _apply(self, state: ExporterState, changed: Iterable[ServiceKey]) -> set[ServiceKey]:
-        """Replace the fragments of the changed Services; returns those actually replaced."""
+    def _apply(
+        self, state: ExporterState, changed: Iterable[ServiceKey], *, nodes_moved: bool
+    ) -> set[ServiceKey]:
+        """Replace the fragments of the changed Services; returns those actually replaced.
+
+        Every old row was rendered with the Ready nodes before this update (`nodes_moved`
+        says whether they changed), so a node-reading family's chunk holds only if not.
+        """
         services = state.services
         fragments = self._fragments
         nodes = state.nodes
@@ -598,7 +657,17 @@ class ExpositionRenderer:
                 del fragments[key]
                 self._blocks.remove(key)
                 continue
-            row = self._row(result, nodes)
+            kept = (
+                self._kept(old.result, result, nodes, nodes_moved=nodes_moved)
+                if old is not None
+                and old.row is not None
+                and is_exported(result.verdicts, self._options)
+                else None
+            )
+            if kept is not None and old is not None and old.row is not None:
+                row: Row | None = self._rerow(result, nodes, old.row, kept)
+            else:
+                row = self._row(result, nodes)
             fragments[key] = _Fragment(result, row)
             if row is not None:
                 self._blocks.set(key, row)
