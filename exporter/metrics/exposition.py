@@ -42,6 +42,7 @@ from urllib.parse import parse_qs
 from prometheus_client import CollectorRegistry, make_wsgi_app
 
 from exporter.engine import ReadyNodes
+from exporter.engine.whatif import NO_FORECAST
 from exporter.evaluator import ExporterState, ServiceResult
 from exporter.metrics.blocks import Row, SortedBlocks
 from exporter.metrics.collector import ExportOptions, FamilyFilter, is_exported
@@ -403,6 +404,12 @@ class ExpositionRenderer:
         self._node_columns = [
             index for index, column in enumerate(self._service_columns) if column.reads_nodes
         ]
+        # (index, inputs, per entry, reads nodes) of the service columns that declare inputs.
+        self._input_checks = [
+            (index, column.inputs, column.per_entry, column.reads_nodes)
+            for index, column in enumerate(self._service_columns)
+            if column.inputs is not None
+        ]
         self._headers = {
             fmt: tuple(family_header(family, fmt) for family in families) for fmt in Format
         }
@@ -548,23 +555,37 @@ class ExpositionRenderer:
             for a, b in zip(old_verdicts, new_verdicts, strict=True)
         ):
             return None
-        old_entries = [entry for _, entry in service_entries(old, nodes)]
-        new_entries = [entry for _, entry in service_entries(new, nodes)]
-        kept: list[bool] = []
-        for column in self._service_columns:
-            inputs = column.inputs
-            if inputs is None or (nodes_moved and column.reads_nodes):
-                kept.append(False)
-            elif column.per_entry:
-                kept.append(
-                    all(
-                        (a := inputs(old_entry)) is (b := inputs(new_entry)) or a == b
-                        for old_entry, new_entry in zip(old_entries, new_entries, strict=True)
-                    )
-                )
+        forecasts = old.forecasts or (NO_FORECAST,) * len(old_verdicts)
+        old_entries = [
+            ServiceEntry(verdict, flips, nodes, forecast)
+            for verdict, flips, forecast in zip(
+                old_verdicts, old.state_changes, forecasts, strict=True
+            )
+        ]
+        forecasts = new.forecasts or (NO_FORECAST,) * len(new_verdicts)
+        pairs = [
+            (old_entry, ServiceEntry(verdict, flips, nodes, forecast))
+            for old_entry, verdict, flips, forecast in zip(
+                old_entries, new_verdicts, new.state_changes, forecasts, strict=True
+            )
+        ]
+        kept = [False] * len(self._service_columns)
+        # Plain loops: this runs for every Service of a CPU-share change.
+        for index, inputs, per_entry, reads_nodes in self._input_checks:
+            if nodes_moved and reads_nodes:
+                continue
+            if per_entry:
+                for old_entry, new_entry in pairs:
+                    a = inputs(old_entry)
+                    b = inputs(new_entry)
+                    if a is not b and a != b:
+                        break
+                else:
+                    kept[index] = True
             else:
-                a, b = inputs(old), inputs(new)
-                kept.append(a is b or a == b)
+                a = inputs(old)
+                b = inputs(new)
+                kept[index] = a is b or a == b
         return kept if any(kept) else None
 
     def _rerow(self, result: ServiceResult, nodes: ReadyNodes, old: Row, kept: list[bool]) -> Row:
@@ -575,11 +596,10 @@ class ExpositionRenderer:
         row = list(old)
         rerendered = self.counts.rerendered
         for index, column in enumerate(self._service_columns):
-            if kept[index]:
-                self.counts.reused += 1
-            else:
+            if not kept[index]:
                 row[index] = column.render(subject, prepared)
                 rerendered[column.family.name] += 1
+        self.counts.reused += sum(kept)
         return tuple(row)
 
     def _node_row(self, fragment: _Fragment, nodes: ReadyNodes) -> Row:
