@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from pathlib import Path
 
 import orjson
@@ -98,6 +99,18 @@ def _node_changes(cluster: Cluster) -> Iterator[None]:
         yield None
 
 
+def _cpu_changes(cluster: Cluster) -> Iterator[None]:
+    """Each step moves CPU shares only: one node's allocatable CPU up, then back (the
+    Ready node set stays the same)."""
+    node = cluster.nodes[0]
+    grown = replace(node, allocatable_cpu=(node.allocatable_cpu or Fraction(4)) * 2)
+    while True:
+        for version in (grown, node):
+            cluster.store.upsert_node(version)
+            cluster.evaluator.step()
+            yield None
+
+
 def measure(cluster: Cluster, runs: int = 3) -> list[Figure]:
     """The render figures, each over `runs` runs, with generate_latest as the reference."""
     evaluator = cluster.evaluator
@@ -135,6 +148,11 @@ def measure(cluster: Cluster, runs: int = 3) -> list[Figure]:
     for _ in range(runs):
         next(nodes)
         node_change.append(_timed(lambda: renderer.render(Format.TEXT)))
+    cpu_change: list[float] = []
+    shares = _cpu_changes(cluster)
+    for _ in range(runs):
+        next(shares)
+        cpu_change.append(_timed(lambda: renderer.render(Format.TEXT)))
     body = renderer.render(Format.TEXT)
     size = sum(map(len, body))
     joined = b"".join(body)
@@ -152,6 +170,7 @@ def measure(cluster: Cluster, runs: int = 3) -> list[Figure]:
         Figure("unchanged render", tuple(unchanged)),
         Figure("render after a one-Service change", tuple(one_service)),
         Figure("render after a node change (CPU shares move)", tuple(node_change)),
+        Figure("render after a CPU-share node change", tuple(cpu_change)),
         Figure("first gzip (after a text render)", tuple(first_gzip)),
         Figure("unchanged gzip", unchanged_gzip),
         Figure("gzip after a one-Service change", tuple(one_service_gzip)),

@@ -7,7 +7,9 @@ tens of milliseconds. So nothing is redone that did not change:
 - A Service's lines (its fragment: one chunk per family) are rendered when its result is
   replaced; the evaluator names those Services in `ExporterState.changed`, and a scrape
   that missed generations gets them from `observe` (registered as an evaluator listener),
-  else compares results by identity.
+  else compares results by identity. Of a replaced result, only the families whose
+  declared `inputs` differ from the old result's are rendered again: a node change that
+  moves CPU shares replaces every result but changes only the zone allocation families.
 - Fragments sit in key order in sorted blocks of a few hundred Services (`blocks.py`); a
   block keeps each family's lines joined, and a change re-joins the families of its own
   block whose bytes changed. A family's body is one chunk per block.
@@ -30,8 +32,9 @@ from __future__ import annotations
 import struct
 import threading
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum, auto
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
@@ -39,6 +42,7 @@ from urllib.parse import parse_qs
 from prometheus_client import CollectorRegistry, make_wsgi_app
 
 from exporter.engine import ReadyNodes
+from exporter.engine.whatif import NO_FORECAST
 from exporter.evaluator import ExporterState, ServiceResult
 from exporter.metrics.blocks import Row, SortedBlocks
 from exporter.metrics.collector import ExportOptions, FamilyFilter, is_exported
@@ -134,6 +138,10 @@ class RenderCounts:
     tally_rebuilds: int = 0
     # Chunks compressed into a deflate segment.
     deflated: int = 0
+    # Per family name: its lines rendered again for a Service whose result was replaced.
+    rerendered: Counter[str] = field(default_factory=Counter)
+    # Family chunks kept from a replaced result because the family's inputs were equal.
+    reused: int = 0
 
 
 def _lines(
@@ -192,6 +200,7 @@ class _ServiceColumn:
     def __init__(self, family: Family, samples: PerService) -> None:
         self.family = family
         self.reads_nodes = samples.reads_nodes
+        self.inputs = samples.inputs
         self.line = line_format(family)
         # The function without identity labels and whether it runs per entry; None for a
         # family that only declares the full function (rendered through it, slower).
@@ -395,6 +404,12 @@ class ExpositionRenderer:
         self._node_columns = [
             index for index, column in enumerate(self._service_columns) if column.reads_nodes
         ]
+        # (index, inputs, per entry, reads nodes) of the service columns that declare inputs.
+        self._input_checks = [
+            (index, column.inputs, column.per_entry, column.reads_nodes)
+            for index, column in enumerate(self._service_columns)
+            if column.inputs is not None
+        ]
         self._headers = {
             fmt: tuple(family_header(family, fmt) for family in families) for fmt in Format
         }
@@ -529,6 +544,64 @@ class ExpositionRenderer:
             ]
         )
 
+    def _kept(
+        self, old: ServiceResult, new: ServiceResult, nodes: ReadyNodes, *, nodes_moved: bool
+    ) -> list[bool] | None:
+        """Per service column, whether the old result's chunk holds for the new one; None
+        when no chunk does (other address types: the identity labels differ)."""
+        old_verdicts, new_verdicts = old.verdicts, new.verdicts
+        if len(old_verdicts) != len(new_verdicts) or any(
+            a.address_type != b.address_type
+            for a, b in zip(old_verdicts, new_verdicts, strict=True)
+        ):
+            return None
+        forecasts = old.forecasts or (NO_FORECAST,) * len(old_verdicts)
+        old_entries = [
+            ServiceEntry(verdict, flips, nodes, forecast)
+            for verdict, flips, forecast in zip(
+                old_verdicts, old.state_changes, forecasts, strict=True
+            )
+        ]
+        forecasts = new.forecasts or (NO_FORECAST,) * len(new_verdicts)
+        pairs = [
+            (old_entry, ServiceEntry(verdict, flips, nodes, forecast))
+            for old_entry, verdict, flips, forecast in zip(
+                old_entries, new_verdicts, new.state_changes, forecasts, strict=True
+            )
+        ]
+        kept = [False] * len(self._service_columns)
+        # Plain loops: this runs for every Service of a CPU-share change.
+        for index, inputs, per_entry, reads_nodes in self._input_checks:
+            if nodes_moved and reads_nodes:
+                continue
+            if per_entry:
+                for old_entry, new_entry in pairs:
+                    a = inputs(old_entry)
+                    b = inputs(new_entry)
+                    if a is not b and a != b:
+                        break
+                else:
+                    kept[index] = True
+            else:
+                a = inputs(old)
+                b = inputs(new)
+                kept[index] = a is b or a == b
+        return kept if any(kept) else None
+
+    def _rerow(self, result: ServiceResult, nodes: ReadyNodes, old: Row, kept: list[bool]) -> Row:
+        """A replaced result's row: the old chunks of the families kept, the others rendered."""
+        self.counts.services += 1
+        subject = ServiceSubject(result, nodes)
+        prepared = _Prepared.of(subject)
+        row = list(old)
+        rerendered = self.counts.rerendered
+        for index, column in enumerate(self._service_columns):
+            if not kept[index]:
+                row[index] = column.render(subject, prepared)
+                rerendered[column.family.name] += 1
+        self.counts.reused += sum(kept)
+        return tuple(row)
+
     def _node_row(self, fragment: _Fragment, nodes: ReadyNodes) -> Row:
         """The row with only its node-reading families rendered again."""
         assert fragment.row is not None  # noqa: S101 - callers pass exported fragments
@@ -551,7 +624,7 @@ class ExpositionRenderer:
             changed = self._changed_since(previous, state)
             if changed is None:
                 changed = self._identity_diff(state)
-            applied = self._apply(state, changed)
+            applied = self._apply(state, changed, nodes_moved=nodes_moved)
             if nodes_moved and self._node_columns:
                 for key in list(fragments):
                     fragment = fragments[key]
@@ -582,8 +655,14 @@ class ExpositionRenderer:
         )
         return list(fragments)
 
-    def _apply(self, state: ExporterState, changed: Iterable[ServiceKey]) -> set[ServiceKey]:
-        """Replace the fragments of the changed Services; returns those actually replaced."""
+    def _apply(
+        self, state: ExporterState, changed: Iterable[ServiceKey], *, nodes_moved: bool
+    ) -> set[ServiceKey]:
+        """Replace the fragments of the changed Services; returns those actually replaced.
+
+        Every old row was rendered with the Ready nodes before this update (`nodes_moved`
+        says whether they changed), so a node-reading family's chunk holds only if not.
+        """
         services = state.services
         fragments = self._fragments
         nodes = state.nodes
@@ -598,7 +677,17 @@ class ExpositionRenderer:
                 del fragments[key]
                 self._blocks.remove(key)
                 continue
-            row = self._row(result, nodes)
+            kept = (
+                self._kept(old.result, result, nodes, nodes_moved=nodes_moved)
+                if old is not None
+                and old.row is not None
+                and is_exported(result.verdicts, self._options)
+                else None
+            )
+            if kept is not None and old is not None and old.row is not None:
+                row: Row | None = self._rerow(result, nodes, old.row, kept)
+            else:
+                row = self._row(result, nodes)
             fragments[key] = _Fragment(result, row)
             if row is not None:
                 self._blocks.set(key, row)

@@ -149,6 +149,12 @@ class PerService:
     # The samples also read the Ready nodes: they change with the node view even when the
     # Service's result does not.
     reads_nodes: bool = False
+    # What the samples read of one entry (or of the Service, for `service`) besides its
+    # identity labels and, when `reads_nodes`, the Ready nodes: while it compares equal
+    # (`is`, then `==`) for every entry of a replaced result, the cached renderer keeps the
+    # family's lines. None: rendered again whenever the result is replaced. It must decide
+    # the samples wholly (order included), and cost less than rendering them.
+    inputs: Callable[[Any], object] | None = None
 
 
 class Tally(Protocol[_Contribution]):
@@ -200,7 +206,10 @@ class Family:
 
 
 def each_entry(
-    function: Callable[[ServiceEntry], Iterable[Sample]], *, reads_nodes: bool = False
+    function: Callable[[ServiceEntry], Iterable[Sample]],
+    *,
+    reads_nodes: bool = False,
+    inputs: Callable[[ServiceEntry], object] | None = None,
 ) -> PerService:
     """A per-(Service, address type) function, its samples prefixed with the entry's key."""
 
@@ -209,10 +218,14 @@ def each_entry(
             for labels, value in function(entry):
                 yield (*key, *labels), value
 
-    return PerService(samples, entry=function, reads_nodes=reads_nodes)
+    return PerService(samples, entry=function, reads_nodes=reads_nodes, inputs=inputs)
 
 
-def each_service(function: Callable[[ServiceResult], Iterable[Sample]]) -> PerService:
+def each_service(
+    function: Callable[[ServiceResult], Iterable[Sample]],
+    *,
+    inputs: Callable[[ServiceResult], object] | None = None,
+) -> PerService:
     """A per-Service function, its samples prefixed with the Service's namespace and name."""
 
     def samples(service: ServiceSubject) -> Iterator[Sample]:
@@ -220,7 +233,7 @@ def each_service(function: Callable[[ServiceResult], Iterable[Sample]]) -> PerSe
         for labels, value in function(service.result):
             yield (*key, *labels), value
 
-    return PerService(samples, service=function)
+    return PerService(samples, service=function, inputs=inputs)
 
 
 def from_scrape(
@@ -367,7 +380,14 @@ SERVICE_INFO = _declare(
     Scope.SERVICE,
     "1 per exported Service, with its hint mechanism and the raw trafficDistribution and "
     "internalTrafficPolicy fields (empty when unset).",
-    each_service(_service_info),
+    each_service(
+        _service_info,
+        inputs=lambda result: (
+            result.verdicts[0].mechanism,
+            result.service.traffic_distribution,
+            result.service.internal_traffic_policy,
+        ),
+    ),
     labels=("mechanism", "traffic_distribution", "internal_traffic_policy"),
 )
 SERVICE_CONFIG_ISSUE = _declare(
@@ -376,7 +396,8 @@ SERVICE_CONFIG_ISSUE = _declare(
     Scope.SERVICE,
     "1 per configuration mistake found on the Service (issue id, see the runbook).",
     each_service(
-        lambda result: (((str(issue),), 1.0) for issue in sorted(result.verdicts[0].config_issues))
+        lambda result: (((str(issue),), 1.0) for issue in sorted(result.verdicts[0].config_issues)),
+        inputs=lambda result: result.verdicts[0].config_issues,
     ),
     labels=("issue",),
 )
@@ -452,7 +473,7 @@ SERVICE_EXPECTED_ENABLED = _declare(
     Scope.SERVICE_ENTRY,
     "1 when the EndpointSlice controller should keep hints for the Service, 0 when it "
     "removes them (absent without a hint mechanism).",
-    each_entry(_expected_enabled),
+    each_entry(_expected_enabled, inputs=lambda entry: entry.verdict.expected_state),
 )
 SERVICE_DISABLED_REASON = _declare(
     "service_disabled_reason",
@@ -462,7 +483,8 @@ SERVICE_DISABLED_REASON = _declare(
     each_entry(
         lambda entry: (
             [((str(entry.verdict.reason),), 1.0)] if entry.verdict.reason is not None else []
-        )
+        ),
+        inputs=lambda entry: entry.verdict.reason,
     ),
     labels=("reason",),
 )
@@ -471,14 +493,20 @@ SERVICE_READY_ENDPOINTS = _declare(
     GAUGE,
     Scope.SERVICE_ENTRY,
     "Ready endpoints in controller-managed EndpointSlices (N of the allocation).",
-    each_entry(lambda entry: _one(entry.verdict.ready_endpoints)),
+    each_entry(
+        lambda entry: _one(entry.verdict.ready_endpoints),
+        inputs=lambda entry: entry.verdict.ready_endpoints,
+    ),
 )
 SERVICE_HINTED_ENDPOINTS = _declare(
     "service_hinted_endpoints",
     GAUGE,
     Scope.SERVICE_ENTRY,
     "Ready endpoints that carry at least one zone hint.",
-    each_entry(lambda entry: _one(entry.verdict.hinted_endpoints)),
+    each_entry(
+        lambda entry: _one(entry.verdict.hinted_endpoints),
+        inputs=lambda entry: entry.verdict.hinted_endpoints,
+    ),
 )
 SERVICE_HINT_COMPLETENESS = _declare(
     "service_hint_completeness",
@@ -491,7 +519,8 @@ SERVICE_HINT_COMPLETENESS = _declare(
             _one(entry.verdict.hint_completeness)
             if entry.verdict.hint_completeness is not None
             else []
-        )
+        ),
+        inputs=lambda entry: entry.verdict.hint_completeness,
     ),
 )
 SERVICE_DRIFT = _declare(
@@ -500,7 +529,10 @@ SERVICE_DRIFT = _declare(
     Scope.SERVICE_ENTRY,
     "1 while observed hints disagree with the expected result "
     "(kind: hints-missing, unexpected-hints, zone-out-of-range).",
-    each_entry(lambda entry: (((str(kind),), 1.0) for kind in sorted(entry.verdict.drift))),
+    each_entry(
+        lambda entry: (((str(kind),), 1.0) for kind in sorted(entry.verdict.drift)),
+        inputs=lambda entry: entry.verdict.drift,
+    ),
     labels=("kind",),
 )
 SERVICE_NEAREST_FEASIBLE_ENDPOINTS = _declare(
@@ -509,7 +541,7 @@ SERVICE_NEAREST_FEASIBLE_ENDPOINTS = _declare(
     Scope.SERVICE_ENTRY,
     "The nearest ready endpoint count below or above today's that would let the "
     "controller enable auto hints with today's zone ratios.",
-    each_entry(_nearest_feasible),
+    each_entry(_nearest_feasible, inputs=lambda entry: entry.verdict.nearest_feasible),
     labels=("direction",),
 )
 SERVICE_ENDPOINT_MARGIN = _declare(
@@ -519,7 +551,7 @@ SERVICE_ENDPOINT_MARGIN = _declare(
     "Ready endpoints that may go (down) or come (up), one at a time, before the controller "
     "removes the auto hints; 0 means one pod more or less disables them, up is +Inf when no "
     "higher count is refused (absent unless auto and enabled).",
-    each_entry(_endpoint_margin),
+    each_entry(_endpoint_margin, inputs=lambda entry: entry.forecast.margin),
     labels=("direction",),
 )
 SERVICE_STATE_CHANGES_TOTAL = _declare(
@@ -527,7 +559,7 @@ SERVICE_STATE_CHANGES_TOTAL = _declare(
     COUNTER,
     Scope.SERVICE_ENTRY,
     "Flips of the expected state between enabled and disabled seen since the exporter started.",
-    each_entry(lambda entry: _one(entry.state_changes)),
+    each_entry(lambda entry: _one(entry.state_changes), inputs=lambda entry: entry.state_changes),
 )
 ZONE_ALLOCATION_MINIMUM = _declare(
     "zone_allocation_minimum",
@@ -562,7 +594,11 @@ ZONE_HINTED_ENDPOINTS = _declare(
     each_entry(
         lambda entry: (
             ((zone,), float(verdict.hinted)) for zone, verdict in entry.verdict.zones.items()
-        )
+        ),
+        # Zones in their order with their hinted count; not the ratios a CPU change moves.
+        inputs=lambda entry: [
+            (zone, verdict.hinted) for zone, verdict in entry.verdict.zones.items()
+        ],
     ),
     labels=("zone",),
 )
@@ -571,7 +607,10 @@ ZONE_ENDPOINTS = _declare(
     GAUGE,
     Scope.SERVICE_ENTRY,
     "Ready endpoints running in the zone (counted like N).",
-    each_entry(_zone_endpoints),
+    each_entry(
+        _zone_endpoints,
+        inputs=lambda entry: (tuple(entry.verdict.zones), entry.verdict.zone_endpoints),
+    ),
     labels=("zone",),
 )
 ZONE_LOAD_FACTOR = _declare(
@@ -592,7 +631,9 @@ SERVICE_PROXY_MODE = _declare(
     each_entry(
         lambda entry: (
             ((zone, str(mode)), 1.0) for zone, mode in entry.verdict.proxy.by_zone.items()
-        )
+        ),
+        # Items, not the mapping: its order is the lines' order, which `==` ignores.
+        inputs=lambda entry: tuple(entry.verdict.proxy.by_zone.items()),
     ),
     labels=("zone", "mode"),
 )
@@ -607,6 +648,8 @@ SERVICE_PROXY_NODES = _declare(
             for mode, count in sorted(proxy_node_counts(entry.verdict, entry.nodes).items())
         ),
         reads_nodes=True,
+        # Counted and sorted by mode: the mapping's order does not matter here.
+        inputs=lambda entry: entry.verdict.proxy,
     ),
     labels=("mode",),
 )
@@ -627,13 +670,18 @@ def _local_routing_ratio(entry: ServiceEntry) -> Iterator[Sample]:
             yield (str(dataplane),), view.local_ratio
 
 
+def _routing_inputs(entry: ServiceEntry) -> object:
+    # Items in the data planes' order; a view carries the Ready nodes its counts read.
+    return tuple(entry.verdict.routing.items())
+
+
 SERVICE_ROUTING_NODES = _declare(
     "service_routing_nodes",
     GAUGE,
     Scope.SERVICE_ENTRY,
     "Ready nodes of the zone whose clients the data plane routes this way (same-node, "
     "same-zone, cluster, local, mixed, no-endpoints); one series per routing present.",
-    each_entry(_routing_nodes),
+    each_entry(_routing_nodes, inputs=_routing_inputs),
     labels=("dataplane", "zone", "routing"),
 )
 SERVICE_LOCAL_ROUTING_RATIO = _declare(
@@ -643,7 +691,7 @@ SERVICE_LOCAL_ROUTING_RATIO = _declare(
     "Share of Ready nodes whose traffic to the Service stays local (same-node, same-zone "
     "or local) under the data plane; 0 means it leaves its zone everywhere (absent when "
     "no routing applies).",
-    each_entry(_local_routing_ratio),
+    each_entry(_local_routing_ratio, inputs=_routing_inputs),
     labels=("dataplane",),
 )
 # Set by instruments.py at start: the data planes evaluated and how each was chosen.

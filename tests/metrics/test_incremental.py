@@ -15,6 +15,7 @@ import random
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from types import MappingProxyType
 from typing import cast
 
@@ -152,14 +153,18 @@ def test_gzip_recompresses_only_changed_chunks(cluster: Cluster) -> None:
     assert not decompressor.unused_data
 
 
-def _steps(cluster: Cluster, seed: int) -> Iterator[str]:  # noqa: C901 - one branch per kind
+def _more_cpu(node: Node, factor: int) -> Node:
+    return replace(node, allocatable_cpu=(node.allocatable_cpu or Fraction(4)) * factor)
+
+
+def _steps(cluster: Cluster, seed: int) -> Iterator[str]:  # noqa: C901, PLR0912 - one branch per kind
     """Changes of every kind, one per step: what each step did, for the failure message."""
     rng = random.Random(seed)  # noqa: S311 - a reproducible sequence, not a secret
     store = cluster.store
     slices = list(cluster.slices)
     removed: list[tuple[Service, list[EndpointSlice]]] = []
     for step in range(40):
-        kind = rng.choice(["slice", "delete", "restore", "nodes", "event", "batch"])
+        kind = rng.choice(["slice", "delete", "restore", "nodes", "cpu", "event", "batch"])
         if kind == "slice":
             index = rng.randrange(len(slices))
             slices[index] = _without_last_endpoint(slices[index])
@@ -188,6 +193,9 @@ def _steps(cluster: Cluster, seed: int) -> Iterator[str]:  # noqa: C901 - one br
             extra = replace(cluster.nodes[step % 3], name=f"extra-{step}")
             count = rng.randrange(len(cluster.nodes) - 3, len(cluster.nodes))
             store.replace_nodes([*cluster.nodes[:count], extra])
+        elif kind == "cpu":
+            # Only CPU shares move: results replaced, most of their families kept.
+            store.upsert_node(_more_cpu(rng.choice(cluster.nodes), rng.randrange(1, 5)))
         elif kind == "event":
             service = rng.choice(cluster.services)
             store.upsert_event(
@@ -250,6 +258,28 @@ def test_node_view_change_with_unchanged_results(cluster: Cluster) -> None:
     before = renderer.counts.services
     _assert_same_bytes(renderer, registry)
     assert renderer.counts.services - before == len(renderer._blocks)
+
+
+def test_cpu_share_change_renders_only_the_families_it_changes(cluster: Cluster) -> None:
+    """One node's CPU doubles: every Service's result is replaced, but only the families
+    that read the allocation are rendered again; the bytes stay prometheus_client's."""
+    renderer = _renderer(cluster)
+    registry = _registry(lambda: cluster.evaluator.state, all_services=False)
+    _assert_same_bytes(renderer, registry)
+    before = cluster.evaluator.state
+    cluster.store.upsert_node(_more_cpu(cluster.nodes[0], 2))
+    cluster.evaluator.step()
+    after = cluster.evaluator.state
+    replaced = [key for key, result in after.services.items() if before.services[key] is not result]
+    assert len(replaced) > len(after.services) // 2
+    _assert_same_bytes(renderer, registry)
+    rerendered = renderer.counts.rerendered
+    exported = len(renderer._blocks)
+    for stable in ("service_info", "service_ready_endpoints", "service_proxy_nodes"):
+        assert rerendered["topology_hints_" + stable] == 0
+    for moving in ("zone_allocation_desired", "zone_load_factor"):
+        assert rerendered["topology_hints_" + moving] == exported
+    assert renderer.counts.reused >= exported * 10
 
 
 def test_sorted_blocks_split_merge_and_rejoin() -> None:
