@@ -295,6 +295,9 @@ _WHITESPACE = re.compile(rb"[ \t\r\n]*")
 _STRING_REST = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _SCALAR = re.compile(rb"[^ \t\r\n,:\[\]{}\"]+")
 _STRUCTURE = re.compile(rb'["\[\]{}]')
+_SKIP_VALUE = msgspec.json.Decoder(msgspec.Raw)
+_TRUNCATED = "Input data was truncated"
+_TRAILING = re.compile(r"trailing characters \(byte ([0-9]+)\)")
 # Bytes kept before the read position when the buffer is refilled: enough to see the
 # indentation of an item's opening brace.
 _HISTORY = 256
@@ -404,17 +407,41 @@ class _ChunkReader:
         line_start = self.buffer.rfind(b"\n", 0, self.pos) + 1
         indent = self.buffer[line_start : self.pos] if line_start else b"?"
         if self.buffer[self.pos] != ord("{") or indent.strip(b" \t"):
-            return self.take_value()
+            return self._take_decoded()
         closing = b"\n" + indent + b"}"
         searched = 0  # relative to pos, as in value_end
         while (found := self.buffer.find(closing, self.pos + searched)) < 0:
             searched = max(0, len(self.buffer) - len(closing) - self.pos)
             if not self.more():
-                return self.take_value()
+                return self._take_decoded()
         end = found + len(closing)
         value = self.buffer[self.pos : end]
         self.pos = end
         return value
+
+    def _take_decoded(self) -> bytes:
+        """The value at pos, its end found by msgspec: decoding the window, it names the
+        first byte past the value. What it cannot tell is left to value_end's scan."""
+        while True:
+            try:
+                _SKIP_VALUE.decode(memoryview(self.buffer)[self.pos :])
+            except msgspec.DecodeError as error:
+                if str(error) == _TRUNCATED and self.more():
+                    continue
+                past = _TRAILING.search(str(error))
+                if past is None:
+                    return self.take_value()
+                # msgspec counts the byte it stopped at, the first one past the value
+                # and its whitespace; a miscount fails the caller's exact decode.
+                end = self.pos + int(past.group(1)) - 1
+            except RecursionError:
+                # Nested deeper than msgspec goes: the scan decides, the decode refuses.
+                return self.take_value()
+            else:
+                end = len(self.buffer)
+            value = self.buffer[self.pos : end]
+            self.pos = end
+            return value
 
 
 def _stream_items(reader: _ChunkReader) -> Iterator[bytes]:
