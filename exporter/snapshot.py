@@ -20,6 +20,7 @@ from __future__ import annotations
 import codecs
 import functools
 import os
+import re
 import stat
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -97,26 +98,40 @@ def _read_stream(source: str, stream: IO[bytes], max_bytes: int) -> bytes:
     return b"".join(chunks)
 
 
+def _open_regular(source: str, max_bytes: int) -> int:
+    """A descriptor of the regular file `source`, at most max_bytes long."""
+    try:
+        # O_NONBLOCK: opening a FIFO without a writer would otherwise wait for ever.
+        fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            status = os.fstat(fd)
+        except OSError:
+            os.close(fd)
+            raise
+    except OSError as error:
+        raise SnapshotError(f"{source}: cannot read: {error.strerror or error}") from None
+    problem = None
+    if stat.S_ISDIR(status.st_mode):
+        problem = SnapshotError(f"{source}: is a directory")
+    elif not stat.S_ISREG(status.st_mode):
+        problem = SnapshotError(
+            f"{source}: not a regular file (a FIFO, device or socket); "
+            "pipe it to --snapshot - instead"
+        )
+    elif status.st_size > max_bytes:
+        problem = _too_large(source, max_bytes)
+    if problem is not None:
+        os.close(fd)
+        raise problem
+    return fd
+
+
 def read_input(source: str, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> bytes:
     """The bytes of a regular file, or of stdin for "-", at most max_bytes of them."""
     if source == STDIN:
         return _read_stream(source, sys.stdin.buffer, max_bytes)
+    fd = _open_regular(source, max_bytes)
     try:
-        # O_NONBLOCK: opening a FIFO without a writer would otherwise wait for ever.
-        fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as error:
-        raise SnapshotError(f"{source}: cannot read: {error.strerror or error}") from None
-    try:
-        status = os.fstat(fd)
-        if stat.S_ISDIR(status.st_mode):
-            raise SnapshotError(f"{source}: is a directory")
-        if not stat.S_ISREG(status.st_mode):
-            raise SnapshotError(
-                f"{source}: not a regular file (a FIFO, device or socket); "
-                "pipe it to --snapshot - instead"
-            )
-        if status.st_size > max_bytes:
-            raise _too_large(source, max_bytes)
         with os.fdopen(fd, "rb", closefd=False) as stream:
             return _read_stream(source, stream, max_bytes)
     except OSError as error:
@@ -261,6 +276,247 @@ def _parse_json(source: str, data: bytes) -> Snapshot | None:
             except InvalidObjectError as error:
                 raise SnapshotError(f"{source}: {error}") from None
             collector.add(spec.decoder.kind, decoded)
+    return collector.snapshot()
+
+
+# -- JSON, streamed -----------------------------------------------------------------------
+#
+# A List file is read in chunks and handed to msgspec one item at a time, so only a
+# window of the file is resident while the objects are built (the whole file would be
+# 1-2x the size of everything decoded from it). Whenever the stream is not a plain
+# List, or anything in it is wrong, the file is read again whole and decoded as above:
+# one code path decides every error message, and the stream only has to be right on
+# well-formed input.
+
+
+class _StreamDeclinedError(Exception):
+    """The streamed reading cannot decide; decode the whole file instead."""
+
+
+_WHITESPACE = re.compile(rb"[ \t\r\n]*")
+# After the opening quote: the rest of a string, its closing quote included.
+_STRING_REST = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_SCALAR = re.compile(rb"[^ \t\r\n,:\[\]{}\"]+")
+_STRUCTURE = re.compile(rb'["\[\]{}]')
+_SKIP_VALUE = msgspec.json.Decoder(msgspec.Raw)
+_TRUNCATED = "Input data was truncated"
+_TRAILING = re.compile(r"trailing characters \(byte ([0-9]+)\)")
+# Bytes kept before the read position when the buffer is refilled: enough to see the
+# indentation of an item's opening brace.
+_HISTORY = 256
+
+
+class _ChunkReader:
+    """A window over a byte stream, refilled in chunks, checked to be UTF-8 as it comes."""
+
+    def __init__(self, source: str, stream: IO[bytes], max_bytes: int) -> None:
+        self._source = source
+        self._stream = stream
+        self._max_bytes = max_bytes
+        self._size = 0
+        self._utf8 = codecs.getincrementaldecoder("utf-8")()
+        self.buffer = b""
+        self.pos = 0
+        self.eof = False
+
+    def more(self) -> bool:
+        """Append a chunk to the window (dropping what lies well behind pos); False at EOF."""
+        if self.eof:
+            return False
+        chunk = self._stream.read(min(_READ_CHUNK, self._max_bytes + 1 - self._size))
+        try:
+            self._utf8.decode(chunk, final=not chunk)
+        except UnicodeDecodeError:
+            raise _StreamDeclinedError from None
+        if not chunk:
+            self.eof = True
+            return False
+        self._size += len(chunk)
+        if self._size > self._max_bytes:
+            raise _too_large(self._source, self._max_bytes)
+        start = max(0, self.pos - _HISTORY)
+        self.buffer = self.buffer[start:] + chunk
+        self.pos -= start
+        return True
+
+    def skip_whitespace(self) -> int | None:
+        """The next byte that is not whitespace (pos is on it); None at the end."""
+        while True:
+            match = _WHITESPACE.match(self.buffer, self.pos)
+            self.pos = match.end() if match else self.pos
+            if self.pos < len(self.buffer):
+                return self.buffer[self.pos]
+            if not self.more():
+                return None
+
+    def expect(self, byte: bytes) -> None:
+        if self.skip_whitespace() != byte[0]:
+            raise _StreamDeclinedError
+        self.pos += 1
+
+    def value_end(self) -> int:
+        """Where the JSON value at pos ends (a scan of strings and brackets, not a parse)."""
+        if self.buffer[self.pos] not in b'"[{':
+            return self._scalar_end()
+        depth = 0
+        # Relative to pos: refilling the buffer moves pos, never what lies after it.
+        scanned = 0
+        while True:
+            match = _STRUCTURE.search(self.buffer, self.pos + scanned)
+            if match is None:
+                scanned = len(self.buffer) - self.pos
+                if not self.more():
+                    raise _StreamDeclinedError
+                continue
+            token = match.group()
+            if token == b'"':
+                scanned = self._string_end(match.end() - self.pos)
+            else:
+                scanned = match.end() - self.pos
+                depth += 1 if token in b"[{" else -1
+            if depth == 0:
+                return self.pos + scanned
+
+    def _scalar_end(self) -> int:
+        while True:
+            match = _SCALAR.match(self.buffer, self.pos)
+            if match is None:
+                raise _StreamDeclinedError
+            if match.end() < len(self.buffer) or not self.more():
+                return match.end()
+
+    def _string_end(self, after_quote: int) -> int:
+        """Past the closing quote of the string whose opening quote ends before after_quote."""
+        while (string := _STRING_REST.match(self.buffer, self.pos + after_quote)) is None:
+            if not self.more():
+                raise _StreamDeclinedError
+        return string.end() - self.pos
+
+    def take_value(self) -> bytes:
+        """The JSON value at pos, which pos then passes."""
+        end = self.value_end()
+        # value_end may refill the buffer, which moves pos (and end with it).
+        value = self.buffer[self.pos : end]
+        self.pos = end
+        return value
+
+    def take_item(self) -> bytes:
+        """The array element at pos, found fast where it is laid out as kubectl prints it.
+
+        kubectl indents: an item's closing brace is the first line holding only a brace at
+        the indentation of its opening one. The guess is confirmed by the caller's decode,
+        which fails unless the bytes are exactly one JSON value.
+        """
+        line_start = self.buffer.rfind(b"\n", 0, self.pos) + 1
+        indent = self.buffer[line_start : self.pos] if line_start else b"?"
+        if self.buffer[self.pos] != ord("{") or indent.strip(b" \t"):
+            return self._take_decoded()
+        closing = b"\n" + indent + b"}"
+        searched = 0  # relative to pos, as in value_end
+        while (found := self.buffer.find(closing, self.pos + searched)) < 0:
+            searched = max(0, len(self.buffer) - len(closing) - self.pos)
+            if not self.more():
+                return self._take_decoded()
+        end = found + len(closing)
+        value = self.buffer[self.pos : end]
+        self.pos = end
+        return value
+
+    def _take_decoded(self) -> bytes:
+        """The value at pos, its end found by msgspec: decoding the window, it names the
+        first byte past the value. What it cannot tell is left to value_end's scan."""
+        while True:
+            try:
+                _SKIP_VALUE.decode(memoryview(self.buffer)[self.pos :])
+            except msgspec.DecodeError as error:
+                if str(error) == _TRUNCATED and self.more():
+                    continue
+                past = _TRAILING.search(str(error))
+                if past is None:
+                    return self.take_value()
+                # msgspec counts the byte it stopped at, the first one past the value
+                # and its whitespace; a miscount fails the caller's exact decode.
+                end = self.pos + int(past.group(1)) - 1
+            except RecursionError:
+                # Nested deeper than msgspec goes: the scan decides, the decode refuses.
+                return self.take_value()
+            else:
+                end = len(self.buffer)
+            value = self.buffer[self.pos : end]
+            self.pos = end
+            return value
+
+
+def _stream_items(reader: _ChunkReader) -> Iterator[bytes]:
+    if reader.skip_whitespace() == ord("]"):
+        reader.pos += 1
+        return
+    while True:
+        if reader.skip_whitespace() is None:
+            raise _StreamDeclinedError
+        yield reader.take_item()
+        after = reader.skip_whitespace()
+        reader.pos += 1
+        if after == ord("]"):
+            return
+        if after != ord(","):
+            raise _StreamDeclinedError
+
+
+def _add_streamed_item(collector: _Collector, item: bytes) -> None:
+    # A DecodeError here (not exactly one JSON value: broken input, or an item laid out
+    # unlike kubectl's) makes the caller decode the whole file instead.
+    kind = _kind_of(_KIND_PROBE.decode(item).kind)
+    spec = _KINDS.get(kind) if kind is not None else None
+    if spec is not None:
+        collector.add(spec.decoder.kind, spec.convert(spec.decoder.decode(item)))
+
+
+def _stream_top_level(reader: _ChunkReader, collector: _Collector) -> dict[str, bytes]:
+    """The List's members other than its items, which go to the collector as they come."""
+    top: dict[str, bytes] = {}
+    reader.expect(b"{")
+    while True:
+        if reader.skip_whitespace() != ord('"'):
+            raise _StreamDeclinedError
+        key = _KIND_TEXT.decode(reader.take_value())
+        reader.expect(b":")
+        # A key given twice: msgspec keeps the last; let the whole-file decoding say so.
+        if reader.skip_whitespace() is None or key in top:
+            raise _StreamDeclinedError
+        if key == "items" and reader.buffer[reader.pos] == ord("["):
+            reader.pos += 1
+            for item in _stream_items(reader):
+                _add_streamed_item(collector, item)
+            top[key] = b"[]"
+        else:
+            top[key] = reader.take_value()
+        after = reader.skip_whitespace()
+        reader.pos += 1
+        if after == ord("}"):
+            return top
+        if after != ord(","):
+            raise _StreamDeclinedError
+
+
+def _stream_json(source: str, stream: IO[bytes], max_bytes: int) -> Snapshot:
+    """A JSON List decoded item by item; _StreamDeclinedError if it is anything else."""
+    reader = _ChunkReader(source, stream, max_bytes)
+    if not reader.more():
+        raise _StreamDeclinedError
+    if reader.buffer.startswith(codecs.BOM_UTF8):
+        reader.pos = len(codecs.BOM_UTF8)
+    collector = _Collector(source)
+    try:
+        top = _stream_top_level(reader, collector)
+    except (SnapshotError, InvalidObjectError, msgspec.DecodeError, NestingError):
+        raise _StreamDeclinedError from None
+    # Only a List whose items were streamed; a single object, an 'items' that is null or
+    # not a list, or a missing kind is decoded (or refused) whole.
+    if reader.skip_whitespace() is not None or top.get("items") != b"[]":
+        raise _StreamDeclinedError
+    if _kind_of(msgspec.Raw(top["kind"]) if "kind" in top else None) is None:
+        raise _StreamDeclinedError
     return collector.snapshot()
 
 
@@ -413,5 +669,20 @@ def parse_snapshot(source: str, data: bytes) -> Snapshot:
 
 
 def load_snapshot(source: str, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> Snapshot:
-    """Read and decode a snapshot; raises SnapshotError with a one-line message."""
+    """Read and decode a snapshot; raises SnapshotError with a one-line message.
+
+    A JSON List file is streamed (see above); standard input, which cannot be read twice,
+    YAML and anything the stream declines are read whole.
+    """
+    if source != STDIN:
+        fd = _open_regular(source, max_bytes)
+        try:
+            with os.fdopen(fd, "rb", closefd=False) as stream:
+                return _stream_json(source, stream, max_bytes)
+        except _StreamDeclinedError:
+            pass
+        except OSError as error:
+            raise SnapshotError(f"{source}: cannot read: {error.strerror or error}") from None
+        finally:
+            os.close(fd)
     return parse_snapshot(source, read_input(source, max_bytes))
