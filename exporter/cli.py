@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from exporter import __version__
-from exporter.document import evaluation_document, service_document
+from exporter.document import formatted_evaluation_document, service_document
 from exporter.engine import DEFAULT_DATAPLANES, DataPlane
 from exporter.overview import (
     NODES,
@@ -454,7 +454,11 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     snapshot, missing, _where = _read_input(args)
     for warning in missing_warnings(missing):
         _warn(warning)
-    _print_json(evaluation_document(snapshot.evaluate(dataplanes)))
+    evaluation = snapshot.evaluate(dataplanes)
+    # Written piece by piece: the whole document would be the command's peak memory.
+    sys.stdout.buffer.writelines(formatted_evaluation_document(evaluation))
+    sys.stdout.buffer.write(b"\n")
+    sys.stdout.flush()
     return 0
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
+
+import msgspec
 
 from exporter.engine import Evaluation, ServiceVerdict
 
@@ -61,16 +64,41 @@ def service_document(verdict: ServiceVerdict) -> dict[str, Any]:
 
 
 def evaluation_document(evaluation: Evaluation) -> dict[str, Any]:
+    return {
+        "cluster": _cluster_document(evaluation),
+        "services": [service_document(verdict) for verdict in evaluation.services],
+    }
+
+
+def _indented(value: object, depth: int) -> bytes:
+    """`value` as msgspec formats it with indent=2, nested `depth` levels deep."""
+    formatted = msgspec.json.format(msgspec.json.encode(value), indent=2)
+    return formatted.replace(b"\n", b"\n" + b"  " * depth)
+
+
+def formatted_evaluation_document(evaluation: Evaluation) -> Iterator[bytes]:
+    """The evaluation document, indented, in pieces: byte for byte
+    `msgspec.json.format(encode(evaluation_document(...)), indent=2)`, without ever holding
+    the whole document (10,000 Services make hundreds of MB of dicts and their text)."""
+    yield b'{\n  "cluster": ' + _indented(_cluster_document(evaluation), 1)
+    if not evaluation.services:
+        yield b',\n  "services": []\n}'
+        return
+    yield b',\n  "services": ['
+    separator = b"\n    "
+    for verdict in evaluation.services:
+        yield separator + _indented(service_document(verdict), 2)
+        separator = b",\n    "
+    yield b"\n  ]\n}"
+
+
+def _cluster_document(evaluation: Evaluation) -> dict[str, Any]:
     capacity = evaluation.capacity
     return {
-        "cluster": {
-            "sufficient_node_info": capacity.sufficient,
-            "zone_cpu_ratio": dict(capacity.zone_ratios),
-            "insufficient_nodes": list(capacity.insufficient_nodes),
-            "node_problems": [
-                {"node": problem.node, "missing": str(problem.missing)}
-                for problem in capacity.problems
-            ],
-        },
-        "services": [service_document(verdict) for verdict in evaluation.services],
+        "sufficient_node_info": capacity.sufficient,
+        "zone_cpu_ratio": dict(capacity.zone_ratios),
+        "insufficient_nodes": list(capacity.insufficient_nodes),
+        "node_problems": [
+            {"node": problem.node, "missing": str(problem.missing)} for problem in capacity.problems
+        ],
     }
