@@ -415,6 +415,19 @@ def test_billion_laughs_is_refused_quickly(tmp_path: Path) -> None:
     assert "aliases" in line
 
 
+def _stderr_of_script(script: str, argument: Path) -> str:
+    """What a fresh interpreter running `script` with one argument wrote to stderr."""
+    completed = subprocess.run(
+        [sys.executable, "-c", script, str(argument)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=TIMEOUT,
+    )
+    assert completed.returncode == 0, completed.stderr
+    return completed.stderr
+
+
 def test_offline_commands_do_not_import_the_kubernetes_client() -> None:
     """evaluate and explain never import `kubernetes` (0.45 s of start-up, unused offline)."""
     snapshot = EXAMPLES_DIR / "healthy-three-zones.json"
@@ -426,15 +439,7 @@ def test_offline_commands_do_not_import_the_kubernetes_client() -> None:
         "loaded = sorted(name for name in sys.modules if name.split('.')[0] == 'kubernetes')\n"
         "sys.stderr.write(repr(loaded))\n"
     )
-    completed = subprocess.run(
-        [sys.executable, "-c", script, str(snapshot)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=TIMEOUT,
-    )
-    assert completed.returncode == 0, completed.stderr
-    assert completed.stderr == "[]"
+    assert _stderr_of_script(script, snapshot) == "[]"
 
 
 def test_the_live_path_imports_kubernetes_only_to_load_its_configuration(tmp_path: Path) -> None:
@@ -456,12 +461,4 @@ def test_the_live_path_imports_kubernetes_only_to_load_its_configuration(tmp_pat
         "after = 'kubernetes' in sys.modules\n"
         "sys.stderr.write(repr((before, after)))\n"
     )
-    completed = subprocess.run(
-        [sys.executable, "-c", script, str(kubeconfig)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=TIMEOUT,
-    )
-    assert completed.returncode == 0, completed.stderr
-    assert completed.stderr == "([], True)"
+    assert _stderr_of_script(script, kubeconfig) == "([], True)"

@@ -356,24 +356,6 @@ def service_inputs(
     )
 
 
-def evaluate_address_type(
-    service: Service,
-    address_type: str,
-    slices: Sequence[EndpointSlice],
-    capacity: ClusterCapacity,
-    nodes: ReadyNodes,
-    dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES,
-    judgements: Judgements | None = None,
-) -> ServiceVerdict:
-    """One Service's verdict for the slices of one address type, in List order.
-
-    `judgements` shares the capacity's judgements between calls (one per capacity).
-    """
-    return evaluate_entry(
-        entry_inputs(service, address_type, slices), capacity, nodes, dataplanes, judgements
-    )
-
-
 def evaluate_entry(
     inputs: EntryInputs,
     capacity: ClusterCapacity,

@@ -124,10 +124,6 @@ class Scrape:
     exported: tuple[ServiceResult, ...]
 
     @functools.cached_property
-    def exported_keys(self) -> frozenset[ServiceKey]:
-        return frozenset(result.service.key for result in self.exported)
-
-    @functools.cached_property
     def verdicts(self) -> tuple[ServiceVerdict, ...]:
         return tuple(verdict for result in self.exported for verdict in result.verdicts)
 

@@ -139,11 +139,6 @@ def _sorted_order(labels: tuple[str, ...]) -> tuple[int, ...]:
     return tuple(sorted(range(len(labels)), key=labels.__getitem__))
 
 
-def sample_lines(family: Family, samples: Iterable[Sample]) -> bytes:
-    """Every sample's line, as prometheus_client writes them (labels sorted by name)."""
-    return format_lines(line_format(family), samples)
-
-
 def format_lines(line: Callable[..., str], samples: Iterable[Sample]) -> bytes:
     return "".join(
         [
