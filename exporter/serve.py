@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -198,7 +199,11 @@ class Exporter:
             lambda: self.evaluator.state,
             readiness=self.readiness,
             watches=self.watch_health,
-            source=f"snapshot {options.snapshot}" if options.snapshot else "Kubernetes API",
+            # The file's name, not its path: the page answers anyone who reaches the port,
+            # and folders name users and layouts (docs/cli.md, the status page).
+            source=f"snapshot {Path(options.snapshot).name}"
+            if options.snapshot
+            else "Kubernetes API",
             external_url=options.external_url,
         )
         self.routes = default_routes(metrics, ready=self.readiness, healthy=self.liveness)

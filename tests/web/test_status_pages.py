@@ -17,12 +17,14 @@ import pytest
 from bench.cluster import ClusterSize, cluster_objects
 from exporter.document import evaluation_document, service_document
 from exporter.evaluator import Evaluator, ExporterState
+from exporter.serve import ServeOptions
 from exporter.snapshot import Snapshot, load_snapshot, parse_snapshot
 from exporter.store import ClusterStore
 from exporter.web.app import StatusPages
 from exporter.web.links import Links, explain_url, parse_external_url
 from exporter.web.table import Query, Severity, status_view
 from tests.conftest import EXAMPLES_DIR, PROJECT_ROOT, exporter_command
+from tests.scrape import running_exporter, wait_until
 
 DEMO = EXAMPLES_DIR / "demo-cluster.json"
 MARKUP = "<img src=x onerror=alert(1)>"
@@ -379,3 +381,19 @@ def test_zone_loss_card_names_each_zone() -> None:
     assert dict(status_view(state).zone_loss) == {"zone-a": 1, "zone-b": 1}
     _, _, html = get(pages(state), "/")
     assert b"If a zone is lost" in html
+
+
+def test_the_footer_names_the_snapshot_file_not_its_folders(tmp_path: Path) -> None:
+    """The page answers anyone who reaches the port: a path would show users and layouts."""
+    folder = tmp_path / "home-alice-clusters"
+    folder.mkdir()
+    snapshot = folder / "prod.json"
+    snapshot.write_bytes(DEMO.read_bytes())
+    with running_exporter(
+        ServeOptions(listen_address="127.0.0.1:0", snapshot=str(snapshot))
+    ) as live:
+        wait_until(lambda: live.readiness()[0], timeout=30)
+        _, _, body = live.pages.handle("/")
+    page = body.decode()
+    assert "source: snapshot prod.json" in page
+    assert "home-alice-clusters" not in page
