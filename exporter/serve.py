@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +39,7 @@ from exporter.snapshot import DEFAULT_MAX_INPUT_BYTES, load_snapshot
 from exporter.sources.cluster import ENDPOINT_SLICES, EVENTS, NODES, SERVICES, sinks
 from exporter.sources.dataplanes import FLAG, detect_dataplanes
 from exporter.sources.informer import Informer, InformerSettings
-from exporter.sources.kubeapi import ConfigError, KubeTransport, api_client
+from exporter.sources.kubeapi import KubeTransport, api_client
 from exporter.store import ClusterStore
 from exporter.web.app import StatusPages
 from exporter.web.render import WatchHealth
@@ -113,19 +114,13 @@ def service_filter(options: ServeOptions) -> Callable[[str, str], bool]:
     return accepts
 
 
-def _dataplanes(options: ServeOptions) -> tuple[tuple[DataPlane, ...], str]:
+def _dataplanes(
+    options: ServeOptions, transport: KubeTransport | None
+) -> tuple[tuple[DataPlane, ...], str]:
     """The data planes to evaluate and where they came from (flag, or detected at start)."""
-    if not options.detect_dataplanes or options.snapshot is not None:
+    if not options.detect_dataplanes or transport is None:
         return options.dataplanes, FLAG
-    try:
-        transport = KubeTransport(api_client(options.kubeconfig, options.context))
-    except ConfigError:
-        # start() reports the broken configuration itself, in its one line.
-        return options.dataplanes, FLAG
-    try:
-        return detect_dataplanes(transport, options.informer.timeouts, options.dataplanes)
-    finally:
-        transport.close()
+    return detect_dataplanes(transport, options.informer.timeouts, options.dataplanes)
 
 
 class Exporter:
@@ -133,8 +128,16 @@ class Exporter:
 
     def __init__(self, options: ServeOptions) -> None:
         self.options = options
+        # The whole configuration is read before the port is bound (at the end): a broken
+        # web configuration, kubeconfig or snapshot is reported as itself, never as a
+        # conflict with whatever else holds the port.
+        web = self._web_config()
+        tls = web.tls.context() if web.tls is not None else None
+        self._transport: KubeTransport | None = None
+        if options.snapshot is None:
+            self._transport = KubeTransport(api_client(options.kubeconfig, options.context))
         self.store = ClusterStore(accepts_service=service_filter(options))
-        dataplanes, source = _dataplanes(options)
+        dataplanes, source = _dataplanes(options, self._transport)
         # _created series double every counter's cardinality and no alert or dashboard uses
         # them (kube-state-metrics does not expose them either).
         disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -155,7 +158,6 @@ class Exporter:
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._transport: KubeTransport | None = None
         self._started_at = time.time()
         # resource -> when it stopped being readable (wall clock, shown by /readyz).
         self._down_since: dict[str, float] = {}
@@ -197,19 +199,21 @@ class Exporter:
             lambda: self.evaluator.state,
             readiness=self.readiness,
             watches=self.watch_health,
-            source=f"snapshot {options.snapshot}" if options.snapshot else "Kubernetes API",
+            # The file's name, not its path: the page answers anyone who reaches the port,
+            # and folders name users and layouts (docs/cli.md, the status page).
+            source=f"snapshot {Path(options.snapshot).name}"
+            if options.snapshot
+            else "Kubernetes API",
             external_url=options.external_url,
         )
         self.routes = default_routes(metrics, ready=self.readiness, healthy=self.liveness)
         # The status pages answer every path the table does not name: /, /services/...,
         # /api/v1/... and their static files.
         self.routes["/*"] = self.pages
-        web = self._web_config()
+        if options.snapshot is not None:
+            self._load_snapshot(options.snapshot)
         self.server = MetricsServer(
-            self._app(web),
-            options.listen_address,
-            tls=web.tls.context() if web.tls is not None else None,
-            headers=web.headers,
+            self._app(web), options.listen_address, tls=tls, headers=web.headers
         )
 
     def _web_config(self) -> WebConfig:
@@ -285,12 +289,8 @@ class Exporter:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        if self.options.snapshot is not None:
-            self._load_snapshot(self.options.snapshot)
-        else:
-            self._start_informers(
-                KubeTransport(api_client(self.options.kubeconfig, self.options.context))
-            )
+        if self._transport is not None:
+            self._start_informers(self._transport)
         self._spawn("evaluator", self._evaluate_loop)
         self.server.start()
         logger.info(
@@ -334,7 +334,6 @@ class Exporter:
         self.store.replace_endpoint_slices(snapshot.endpoint_slices)
 
     def _start_informers(self, transport: KubeTransport) -> None:
-        self._transport = transport
         resource_sinks = sinks(self.store)
         for spec in (NODES, SERVICES, ENDPOINT_SLICES, EVENTS):
             informer: Informer[Any, Any] = Informer(

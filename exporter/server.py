@@ -22,7 +22,6 @@ import base64
 import binascii
 import contextlib
 import errno
-import hashlib
 import io
 import resource
 import socket
@@ -37,9 +36,10 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 from urllib.parse import unquote_to_bytes, urlsplit
 
-import bcrypt
 import h11
 import structlog
+
+from exporter.webconfig import PasswordCheck
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -163,42 +163,15 @@ def make_app(routes: Mapping[str, WSGIApplication]) -> WSGIApplication:
 
 
 class BasicAuth:
-    """HTTP basic auth against bcrypt hashes, as exporter-toolkit's basic_auth_users.
-
-    bcrypt costs tens of milliseconds by design: a verified (user, password, hash) is
-    remembered (as a SHA-256 digest, never the password) so that scrapes do not pay it.
-    """
-
-    _CACHE_SIZE = 256
+    """HTTP basic auth: the credentials are checked by webconfig.PasswordCheck (bcrypt)."""
 
     def __init__(self, app: WSGIApplication, users: Mapping[str, bytes]) -> None:
         self._app = app
-        self._users = dict(users)
-        self._verified: set[bytes] = set()
-        self._lock = threading.Lock()
-        # Compared against for unknown users, so that they take as long as known ones.
-        self._decoy = bcrypt.hashpw(b"decoy", bcrypt.gensalt(10))
+        self._check = PasswordCheck(users)
 
     def _authorized(self, header: str) -> bool:
         credentials = _basic_credentials(header)
-        if credentials is None:
-            return False
-        user_bytes, password = credentials
-        hashed = self._users.get(user_bytes.decode("utf-8", "replace"))
-        if hashed is None:
-            bcrypt.checkpw(password, self._decoy)
-            return False
-        digest = hashlib.sha256(b"\0".join((user_bytes, password, hashed))).digest()
-        with self._lock:
-            if digest in self._verified:
-                return True
-        if not bcrypt.checkpw(password, hashed):
-            return False
-        with self._lock:
-            if len(self._verified) >= self._CACHE_SIZE:
-                self._verified.clear()
-            self._verified.add(digest)
-        return True
+        return credentials is not None and self._check.verify(*credentials)
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         if self._authorized(environ.get("HTTP_AUTHORIZATION", "")):

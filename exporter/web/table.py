@@ -27,6 +27,8 @@ ServiceKey = tuple[str, str]
 DEFAULT_PER_PAGE = 100
 PER_PAGE_CHOICES = (50, 100, 500)
 MAX_PER_PAGE = 1000
+# Larger page numbers show the last page, as every number past the end does.
+MAX_PAGE = 10**9
 
 
 class Severity(IntEnum):
@@ -366,7 +368,11 @@ class Query:
 
     @classmethod
     def parse(cls, query_string: str) -> Query:
-        """Lenient: a value the page does not offer is ignored, never an error page."""
+        """Lenient with choices: one the page does not offer is ignored, never an error page.
+
+        A page number or page size that is not a whole number of at least 1 raises
+        QueryError (a 400 naming the parameter); one past the end shows the last page.
+        """
         values = {key: items[-1].strip() for key, items in parse_qs(query_string).items()}
         choices = {
             tally.param: values[tally.param]
@@ -377,8 +383,8 @@ class Query:
             namespace=values.get("namespace", ""),
             text=values.get("q", "")[:200],
             choices=MappingProxyType(choices),
-            page=_positive(values.get("page"), 1, 10**9),
-            per_page=_positive(values.get("per_page"), DEFAULT_PER_PAGE, MAX_PER_PAGE),
+            page=_positive(values, "page", 1, MAX_PAGE),
+            per_page=_positive(values, "per_page", DEFAULT_PER_PAGE, MAX_PER_PAGE),
         )
 
     @property
@@ -407,9 +413,20 @@ class Query:
         return urlencode([(key, value) for key, value in pairs.items() if value])
 
 
-def _positive(value: str | None, default: int, maximum: int) -> int:
-    if value is None or not value.isdigit() or int(value) < 1:
+class QueryError(ValueError):
+    """A query string the page cannot answer; the message (one line) says what to send."""
+
+
+def _positive(values: Mapping[str, str], key: str, default: int, maximum: int) -> int:
+    value = values.get(key)
+    if value is None:
         return default
+    # ASCII digits only: str.isdigit() also takes "²" and other digits int() refuses.
+    if not (value.isascii() and value.isdigit()) or not value.strip("0"):
+        raise QueryError(f"{key} must be a whole number, 1 or more")
+    # Longer than the maximum's digits: past it (int() refuses over 4,300 digits anyway).
+    if len(value.lstrip("0")) > len(str(maximum)):
+        return maximum
     return min(int(value), maximum)
 
 
