@@ -13,6 +13,9 @@ import yaml
 from alerts import generate
 from exporter.metrics.families import FAMILIES, MetricType
 from exporter.metrics.monitoring import JOB_SELECTOR, OPTIONAL_RESOURCES, OVERLOAD_LIMIT
+from exporter.resources import Resource
+from exporter.sources import cluster as cluster_sources
+from exporter.sources.informer import ResourceSpec
 from tests.conftest import PROJECT_ROOT, require_binary
 
 ALERTS_DIR = PROJECT_ROOT / "alerts"
@@ -363,3 +366,16 @@ def test_recording_rules_follow_the_naming_convention_and_are_used() -> None:
     for name in names:
         assert re.fullmatch(r"topology_hints:[a-z_]+:[a-z_]+", name), name
         assert name in dashboards, f"{name} is on no dashboard"
+
+
+def test_optional_resources_are_the_informers_optional_watches() -> None:
+    """The alerts' optional resources are exactly the watches the exporter runs as optional
+    (which do not gate readiness): one list, read by both."""
+    specs: list[ResourceSpec[Any, Any]] = [
+        cluster_sources.NODES,
+        cluster_sources.SERVICES,
+        cluster_sources.ENDPOINT_SLICES,
+        cluster_sources.EVENTS,
+    ]
+    assert {spec.resource for spec in specs} == set(Resource)
+    assert {spec.resource for spec in specs if not spec.required} == OPTIONAL_RESOURCES
