@@ -19,7 +19,7 @@ import argparse
 import json
 import re
 import sys
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -133,9 +133,7 @@ def _config_file() -> str:
 
 def _rule_groups() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The alerting groups and the recording groups, as the generators write them."""
-    every = groups(
-        ALERTS_CONFIG.__class__(**{**vars(ALERTS_CONFIG), "monitoring": _marked_config()})
-    )
+    every = groups(replace(ALERTS_CONFIG, monitoring=_marked_config()))
     alerting = [group for group in every if group["name"] != RECORDING_GROUP]
     recording = [group for group in every if group["name"] == RECORDING_GROUP]
     return alerting, recording
