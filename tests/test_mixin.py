@@ -19,7 +19,7 @@ from alerts.recording import GROUP as RECORDING_GROUP
 from dashboards.generate import DASHBOARDS, panel_queries, render
 from exporter.metrics.monitoring import MIXIN_CONFIG_NAMES, MonitoringConfig
 from mixin import generate
-from tests.conftest import PROJECT_ROOT
+from tests.conftest import PROJECT_ROOT, require_binary
 from tests.test_alerts import cluster_droppers
 
 MIXIN_DIR = PROJECT_ROOT / "mixin"
@@ -254,3 +254,18 @@ def test_documented_jsonnet_evaluates(document: Path) -> None:
         text = json.dumps(rendered)
         assert "TopologyHintsExporterDown" in text
         assert "topology_hints:services_by_mechanism:count" in text
+
+
+def test_overridden_rules_pass_promtool(tmp_path: Path) -> None:
+    """The rules the mixin renders with every `_config` overridden are valid for Prometheus."""
+    promtool = require_binary("promtool")
+    rendered = render_mixin(OVERRIDES)
+    rules = tmp_path / "rules.yaml"
+    groups_ = rendered["alerts"]["groups"] + rendered["rules"]["groups"]
+    rules.write_text(yaml.safe_dump({"groups": groups_}), encoding="utf-8")
+    result = subprocess.run(
+        [promtool, "check", "rules", str(rules)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    count = sum(len(group["rules"]) for group in groups_)
+    assert f"SUCCESS: {count} rules found" in result.stdout
