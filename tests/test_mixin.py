@@ -17,7 +17,12 @@ import yaml
 from alerts.generate import CONFIG, Config, groups
 from alerts.recording import GROUP as RECORDING_GROUP
 from dashboards.generate import DASHBOARDS, panel_queries, render
-from exporter.metrics.monitoring import MIXIN_CONFIG_NAMES, MonitoringConfig
+from exporter.metrics.monitoring import (
+    JOB_SELECTOR,
+    MIXIN_CONFIG_NAMES,
+    OVERLOAD_LIMIT,
+    MonitoringConfig,
+)
 from mixin import generate
 from tests.conftest import PROJECT_ROOT, require_binary
 from tests.test_alerts import cluster_droppers
@@ -119,6 +124,9 @@ def test_default_config_is_the_shared_configuration() -> None:
         name: getattr(defaults, field) for field, name in MIXIN_CONFIG_NAMES.items()
     }
     assert set(OVERRIDES) == set(MIXIN_CONFIG_NAMES.values())
+    # The engine's one overload limit, not a copy of its value.
+    assert rendered["overloadLimit"] == OVERLOAD_LIMIT
+    assert rendered["topologyHintsExporterSelector"] == JOB_SELECTOR
 
 
 def test_overrides_render_what_the_generators_write_for_the_same_settings() -> None:
