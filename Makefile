@@ -48,6 +48,7 @@ format: $(STAMP)
 generate: $(STAMP)
 	$(BIN)/python -m alerts.generate
 	$(BIN)/python -m dashboards.generate
+	$(BIN)/python -m mixin.generate
 	$(BIN)/python examples/generate.py
 	$(BIN)/python -m exporter.metrics.reference > docs/metrics.md
 
