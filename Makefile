@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-test
 EXAMPLE ?= examples/demo-cluster.json
 LISTEN ?= 127.0.0.1:9808
 
-.PHONY: run explain test lint format generate bench clean
+.PHONY: run explain test lint format generate lock bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,13 @@ generate: $(STAMP)
 	$(BIN)/python -m dashboards.generate
 	$(BIN)/python examples/generate.py
 	$(BIN)/python -m exporter.metrics.reference > docs/metrics.md
+
+# Pin the image's dependencies, and setuptools to build it, with their hashes (the Dockerfile
+# installs only these). Existing pins are kept; `make lock LOCK_ARGS=--upgrade` moves them.
+lock: $(STAMP)
+	$(BIN)/pip-compile --quiet --generate-hashes --allow-unsafe --all-build-deps --strip-extras \
+		--no-emit-index-url --no-emit-find-links $(LOCK_ARGS) \
+		--output-file requirements.lock pyproject.toml
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench.py $(BENCH_ARGS)
