@@ -5,6 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-test
 EXAMPLE ?= examples/demo-cluster.json
 LISTEN ?= 127.0.0.1:9808
+CHART := deploy/helm/topology-hints-exporter
 
 .PHONY: run explain test lint format generate lock bench clean
 
@@ -50,6 +51,10 @@ generate: $(STAMP)
 	$(BIN)/python -m dashboards.generate
 	$(BIN)/python examples/generate.py
 	$(BIN)/python -m exporter.metrics.reference > docs/metrics.md
+	# The Helm chart reads only files inside its folder: it gets copies (tests/test_helm.py).
+	rm -f $(CHART)/files/rules/*.yaml $(CHART)/files/dashboards/*.json
+	cp alerts/*.yaml $(CHART)/files/rules/
+	cp dashboards/*.json $(CHART)/files/dashboards/
 
 # Pin the image's dependencies, and setuptools to build it, with their hashes (the Dockerfile
 # installs only these). Existing pins are kept; `make lock LOCK_ARGS=--upgrade` moves them.
