@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 from prometheus_client import CollectorRegistry, disable_created_metrics
@@ -43,9 +43,6 @@ from exporter.store import ClusterStore
 from exporter.web.app import StatusPages
 from exporter.web.render import WatchHealth
 from exporter.webconfig import WebConfig, load_web_config, tls_from_flags
-
-if TYPE_CHECKING:
-    from _typeshed.wsgi import WSGIApplication
 
 logger = structlog.get_logger("exporter")
 
@@ -206,10 +203,12 @@ class Exporter:
         self.routes["/*"] = self.pages
         web = self._web_config()
         self.server = MetricsServer(
-            self._app(web),
+            make_app(self.routes),
             options.listen_address,
             tls=web.tls.context() if web.tls is not None else None,
             headers=web.headers,
+            expensive=metrics.expensive,
+            auth=BasicAuth(web.basic_auth_users) if web.basic_auth_users else None,
         )
 
     def _web_config(self) -> WebConfig:
@@ -222,10 +221,6 @@ class Exporter:
                 options.tls_cert_file, options.tls_key_file, options.tls_client_ca_file
             )
         )
-
-    def _app(self, web: WebConfig) -> WSGIApplication:
-        app = make_app(self.routes)
-        return BasicAuth(app, web.basic_auth_users) if web.basic_auth_users else app
 
     # -- probes ------------------------------------------------------------------------------
 
