@@ -109,6 +109,10 @@ class HttpLimits:
     # `queue_timeout` of waiting, the answer is 503 with Retry-After.
     max_queued: int = 64
     queue_timeout: float = 10.0
+    # While a request waits for a scrape slot, a scrape that has waited this long for its
+    # client to read gives its slot up (closed, as the oldest idle connection is): clients
+    # that never read cannot keep Prometheus out for write_timeout.
+    stall_grace: float = 1.0
 
 
 # -- the app: routes, probes, auth ----------------------------------------------------------
@@ -386,11 +390,9 @@ class MetricsServer:
         self._expensive = expensive
         self._auth = auth
         limits = self._limits
-        self._scrapes = _Gate(limits.max_scrapes, limits.max_queued, limits.queue_timeout)
-        self._expensive_scrapes = _Gate(
-            limits.max_expensive_scrapes, limits.max_queued, limits.queue_timeout
-        )
-        self._auth_checks = _Gate(limits.auth_workers, limits.max_queued, limits.queue_timeout)
+        self._scrapes = _Gate(limits.max_scrapes, limits)
+        self._expensive_scrapes = _Gate(limits.max_expensive_scrapes, limits)
+        self._auth_checks = _Gate(limits.auth_workers, limits)
         host, port = parse_listen_address(address)
         host = host or "0.0.0.0"  # noqa: S104 - ":PORT" means every interface, as Go exporters do
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -696,7 +698,9 @@ class MetricsServer:
                 held.append(gate)
             pool = self._probe_pool if path in self._probe_paths else self._pool
             response = await self._loop.run_in_executor(pool, self._call_app, environ)
-            await self._respond(parser, writer, response, head=head, path=path)
+            await self._respond(
+                parser, writer, response, head=head, path=path, holder=(connection, held)
+            )
         finally:
             for gate in held:
                 gate.release()
@@ -821,6 +825,7 @@ class MetricsServer:
         *,
         head: bool,
         path: str | None = None,
+        holder: tuple[_Connection, Sequence[_Gate]] | None = None,
     ) -> None:
         """Write a response batch by batch, each once the previous one has left.
 
@@ -854,8 +859,7 @@ class MetricsServer:
                 data = h11.Data(data=cast("bytes", batch))
                 for piece in parser.send_with_data_passthrough(data) or ():
                     writer.write(piece)
-                async with asyncio.timeout(self._limits.write_timeout):
-                    await writer.drain()
+                await self._drain(writer, holder, path)
                 sent += len(batch)
             writer.write(parser.send(h11.EndOfMessage()))
             async with asyncio.timeout(self._limits.write_timeout):
@@ -872,6 +876,26 @@ class MetricsServer:
                     body_bytes_sent=sent,
                 )
             raise
+
+    async def _drain(
+        self,
+        writer: asyncio.StreamWriter,
+        holder: tuple[_Connection, Sequence[_Gate]] | None,
+        path: str | None,
+    ) -> None:
+        """Wait until the batch has left; a slot holder waiting for its client may be
+        closed meanwhile to make room (`_Gate.acquire`)."""
+        stalled = holder is not None and writer.transport.get_write_buffer_size() > 0
+        if stalled and holder is not None:
+            for gate in holder[1]:
+                gate.stalled(holder[0], self._loop.time(), path)
+        try:
+            async with asyncio.timeout(self._limits.write_timeout):
+                await writer.drain()
+        finally:
+            if stalled and holder is not None:
+                for gate in holder[1]:
+                    gate.moving(holder[0])
 
     async def _close(self, writer: asyncio.StreamWriter) -> None:
         """Close after the response has left (close() flushes; wait_closed() waits for it)."""
@@ -926,32 +950,63 @@ def _batches(chunks: Iterable[bytes]) -> Iterator[bytes | memoryview]:
 
 
 class _Gate:
-    """At most `slots` requests at once, at most `queue` more waiting, each `timeout` at most.
+    """At most `slots` requests at once, at most `max_queued` more waiting, each for
+    `queue_timeout` at most; a waiting one closes a holder stalled `stall_grace` on its
+    client, the one stalled longest. Used only on the event loop thread."""
 
-    Used only on the event loop thread."""
-
-    def __init__(self, slots: int, queue: int, timeout: float) -> None:
+    def __init__(self, slots: int, limits: HttpLimits) -> None:
         self._semaphore = asyncio.Semaphore(slots)
-        self._queue = queue
-        self._timeout = timeout
+        self._limits = limits
         self._waiting = 0
+        # Holders waiting for their client to read: since when, and what they answer.
+        self._stalled: dict[_Connection, tuple[float, str | None]] = {}
 
     async def acquire(self) -> bool:
         """True once the request holds a slot (release() it); False: answer it 503."""
-        if self._semaphore.locked() and self._waiting >= self._queue:
+        limits = self._limits
+        if self._semaphore.locked() and self._waiting >= limits.max_queued:
             return False
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limits.queue_timeout
         self._waiting += 1
         try:
-            async with asyncio.timeout(self._timeout):
-                await self._semaphore.acquire()
-        except TimeoutError:
-            return False
+            while True:
+                self._close_stalled(loop.time() - limits.stall_grace)
+                try:
+                    async with asyncio.timeout(min(limits.stall_grace, deadline - loop.time())):
+                        await self._semaphore.acquire()
+                except TimeoutError:
+                    if loop.time() >= deadline:
+                        return False
+                    continue
+                return True
         finally:
             self._waiting -= 1
-        return True
 
     def release(self) -> None:
         self._semaphore.release()
+
+    def stalled(self, connection: _Connection, since: float, path: str | None) -> None:
+        self._stalled[connection] = (since, path)
+
+    def moving(self, connection: _Connection) -> None:
+        self._stalled.pop(connection, None)
+
+    def _close_stalled(self, before: float) -> None:
+        """Close the holder stalled longest, if since `before`: its slot goes to a waiter."""
+        if not self._semaphore.locked() or not self._stalled:
+            return
+        connection, (since, path) = next(iter(self._stalled.items()))
+        if since > before:
+            return
+        del self._stalled[connection]
+        if connection.task is not None:
+            logger.info(
+                "response abandoned",
+                reason="client stopped reading; its slot went to a waiting request",
+                path=path,
+            )
+            connection.task.cancel()
 
 
 def _busy() -> _Response:

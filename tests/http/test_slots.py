@@ -271,3 +271,27 @@ def test_a_wrong_password_flood_delays_neither_probes_nor_scrapes() -> None:
             thread.join(WAIT)
     assert results == [401] * 8
     assert auth.blocking.most == 1
+
+
+def test_scrapes_stalled_on_clients_that_never_read_give_their_slots_to_waiting_ones() -> None:
+    """Both slots held by clients that never read a 16 MiB body: a scrape that comes
+    next used to wait for write_timeout (30 s) and get 503; the stalled ones make room."""
+    chunk = b"m" * (4096 * KIB)
+    limits = HttpLimits(max_scrapes=2, stall_grace=0.2)
+    with capture_logs() as logs, in_process(body_app([chunk] * 4), limits) as (_, served):
+        stalled = []
+        for _ in range(2):
+            sock = socket.create_connection((served.host, served.port), timeout=WAIT)
+            sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n")
+            stalled.append(sock)
+        wait_for(
+            lambda: all(sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) for sock in stalled),
+            "both responses to start",
+        )
+        status, _, body = served.get("/metrics")
+        for sock in stalled:
+            sock.close()
+    assert status == 200
+    assert len(body) == 16 * 1024 * KIB
+    reasons = [log["reason"] for log in logs if log["event"] == "response abandoned"]
+    assert "client stopped reading; its slot went to a waiting request" in reasons
