@@ -885,15 +885,17 @@ class MetricsServer:
     ) -> None:
         """Wait until the batch has left; a slot holder waiting for its client may be
         closed meanwhile to make room (`_Gate.acquire`)."""
-        stalled = holder is not None and writer.transport.get_write_buffer_size() > 0
-        if stalled and holder is not None:
+        if writer.transport.get_write_buffer_size() == 0 and not writer.transport.is_closing():
+            # All of it went to the kernel: no wait, and no timer to set and cancel.
+            return
+        if holder is not None:
             for gate in holder[1]:
                 gate.stalled(holder[0], self._loop.time(), path)
         try:
             async with asyncio.timeout(self._limits.write_timeout):
                 await writer.drain()
         finally:
-            if stalled and holder is not None:
+            if holder is not None:
                 for gate in holder[1]:
                     gate.moving(holder[0])
 
