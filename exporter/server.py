@@ -7,10 +7,13 @@ well-kept pure-Python ones terminates TLS, and mutual TLS is part of the brief.
 
 The design: one event loop thread (asyncio, standard library) owns every socket. It
 accepts, runs each TLS handshake with a timeout, reads requests through h11 (python-hyper's
-sans-I/O HTTP/1.1 parser, which bounds the request head) and writes responses. Only a
-complete request reaches the WSGI app, on a small thread pool; probes have a pool of their
-own, so a queue of slow scrapes never delays the kubelet. An idle, slow or half-open client
-costs one socket and a few hundred bytes, never a thread. Connections are bounded: at the
+sans-I/O HTTP/1.1 parser, which bounds the request head) and writes responses, a batch at
+a time, each once the previous one has left. Only a complete request reaches the WSGI app,
+on a small thread pool; probes have a pool of their own, so a queue of slow scrapes never
+delays the kubelet, and credentials not seen before are checked (bcrypt) on a thread of
+their own. Scrapes, and among them the expensive ones, take slots of a bounded number, with
+a bounded queue. An idle, slow or half-open client costs one socket and a few hundred bytes,
+never a thread; one that stops reading, one write batch more. Connections are bounded: at the
 bound (or at the open-file limit) the connection that has waited longest for its client is
 closed to admit the new one, so a thousand idle clients cannot lock a scraper out.
 """
@@ -95,7 +98,7 @@ class HttpLimits:
     # The kernel caps it at net.core.somaxconn (4096 since Linux 5.4): many scrapers
     # connecting at once must not wait for a SYN retransmit.
     backlog: int = 4096
-    # Scrapes (`scrape_paths`) answered at once, each from the app call to its last byte
+    # Scrapes (SCRAPE_PATHS) answered at once, each from the app call to its last byte
     # written: one that never reads holds its slot until write_timeout. A slot costs a
     # reference to a rendered body and at most one write batch (_WRITE_BATCH) of copies.
     max_scrapes: int = 16
