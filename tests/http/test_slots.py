@@ -17,10 +17,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import bcrypt
 import pytest
 from structlog.testing import capture_logs
 
-from exporter.server import HttpLimits, MetricsServer, default_routes, make_app
+from exporter.server import BasicAuth, HttpLimits, MetricsServer, default_routes, make_app
 from tests.http.support import Served
 
 if TYPE_CHECKING:
@@ -295,3 +296,27 @@ def test_scrapes_stalled_on_clients_that_never_read_give_their_slots_to_waiting_
     assert len(body) == 16 * 1024 * KIB
     reasons = [log["reason"] for log in logs if log["event"] == "response abandoned"]
     assert "client stopped reading; its slot went to a waiting request" in reasons
+
+
+def test_basic_auth_knows_without_bcrypt_only_what_needs_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What the event loop decides itself: no or malformed credentials (refused) and
+    credentials verified before (accepted); every other header goes to the auth thread."""
+    auth = BasicAuth({"prometheus": bcrypt.hashpw(b"good", bcrypt.gensalt(4))})
+    assert auth.known("") is False
+    assert auth.known("Basic !!!") is False
+    assert auth.known("Bearer token") is False
+    assert auth.known(basic("good")) is None
+    assert auth.check(basic("good")) is True
+
+    def no_bcrypt(_password: bytes, _hashed: bytes) -> bool:
+        raise AssertionError("bcrypt ran")
+
+    monkeypatch.setattr(bcrypt, "checkpw", no_bcrypt)
+    assert auth.known(basic("good")) is True
+    assert auth.check(basic("good")) is True
+    assert auth.known(basic("wrong")) is None
+    # Unknown users too: their decoy check takes bcrypt's time, on the auth thread.
+    nobody = "Basic " + base64.b64encode(b"nobody:good").decode()
+    assert auth.known(nobody) is None
