@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 from prometheus_client import CollectorRegistry, disable_created_metrics
@@ -44,9 +44,6 @@ from exporter.store import ClusterStore
 from exporter.web.app import StatusPages
 from exporter.web.render import WatchHealth
 from exporter.webconfig import WebConfig, load_web_config, tls_from_flags
-
-if TYPE_CHECKING:
-    from _typeshed.wsgi import WSGIApplication
 
 logger = structlog.get_logger("exporter")
 
@@ -213,7 +210,12 @@ class Exporter:
         if options.snapshot is not None:
             self._load_snapshot(options.snapshot)
         self.server = MetricsServer(
-            self._app(web), options.listen_address, tls=tls, headers=web.headers
+            make_app(self.routes),
+            options.listen_address,
+            tls=tls,
+            headers=web.headers,
+            expensive=metrics.expensive,
+            auth=BasicAuth(web.basic_auth_users) if web.basic_auth_users else None,
         )
 
     def _web_config(self) -> WebConfig:
@@ -226,10 +228,6 @@ class Exporter:
                 options.tls_cert_file, options.tls_key_file, options.tls_client_ca_file
             )
         )
-
-    def _app(self, web: WebConfig) -> WSGIApplication:
-        app = make_app(self.routes)
-        return BasicAuth(app, web.basic_auth_users) if web.basic_auth_users else app
 
     # -- probes ------------------------------------------------------------------------------
 

@@ -388,6 +388,17 @@ class PasswordCheck:
         self._verified: set[bytes] = set()
         self._lock = threading.Lock()
 
+    def known(self, user: bytes, password: bytes) -> bool | None:
+        """The verdict when it needs no bcrypt (a password too long for it, or credentials
+        verified before), else None: the caller runs `verify` where slow work may wait."""
+        if len(password) > MAX_PASSWORD_BYTES:
+            return False
+        hashed = self._users.get(user.decode("utf-8", "replace"))
+        if hashed is None:
+            return None
+        with self._lock:
+            return True if _digest(user, password, hashed) in self._verified else None
+
     def verify(self, user: bytes, password: bytes) -> bool:
         if len(password) > MAX_PASSWORD_BYTES:
             return False
@@ -395,7 +406,7 @@ class PasswordCheck:
         if hashed is None:
             bcrypt.checkpw(password, self._decoy)
             return False
-        digest = hashlib.sha256(b"\0".join((user, password, hashed))).digest()
+        digest = _digest(user, password, hashed)
         with self._lock:
             if digest in self._verified:
                 return True
@@ -406,6 +417,11 @@ class PasswordCheck:
                 self._verified.clear()
             self._verified.add(digest)
         return True
+
+
+def _digest(user: bytes, password: bytes, hashed: bytes) -> bytes:
+    """What the verified-credentials cache keeps of a (user, password, hash)."""
+    return hashlib.sha256(b"\0".join((user, password, hashed))).digest()
 
 
 def _headers(value: object, path: str) -> tuple[tuple[str, str], ...]:
