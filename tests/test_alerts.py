@@ -125,6 +125,7 @@ SERVICE_ALERTS = {
     "TopologyHintsFlapping",
     "TopologyHintsIgnored",
     "TopologyHintsIncomplete",
+    "TopologyHintsLocalPolicyDropped",
     "TopologyHintsOnEdge",
     "TopologyHintsZoneFallback",
     "TopologyHintsZoneOverloaded",

@@ -8,13 +8,14 @@ generated rule and panel, and a name that no longer exists fails the generators 
 
 from __future__ import annotations
 
-from exporter.engine import OVERLOAD_LIMIT, Mechanism, ProxyMode, Routing
+from exporter.engine import DATA_PLANES, OVERLOAD_LIMIT, Mechanism, ProxyMode, Routing
 from exporter.metrics.families import Scope
 
 __all__ = [
     "ENTRY_IDENTITY",
     "JOB",
     "JOB_SELECTOR",
+    "LOCAL_POLICY_IGNORED_BY",
     "OVERLOAD_LIMIT",
     "PROXY_MODES",
     "SERVICE_IDENTITY",
@@ -36,3 +37,10 @@ PROXY_MODES: tuple[ProxyMode, ...] = (
 # The identity labels of per-Service and per-(Service, address type) series.
 SERVICE_IDENTITY = Scope.SERVICE.identity_labels
 ENTRY_IDENTITY = Scope.SERVICE_ENTRY.identity_labels
+# Data planes that do not read internalTrafficPolicy (they route from their own pods): a
+# `no-endpoints` routing of theirs is never the policy's drop.
+LOCAL_POLICY_IGNORED_BY: tuple[str, ...] = tuple(
+    str(dataplane)
+    for dataplane, rule in DATA_PLANES.items()
+    if not rule.reads_internal_traffic_policy
+)
