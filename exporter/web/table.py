@@ -17,7 +17,7 @@ from operator import attrgetter
 from types import MappingProxyType
 from urllib.parse import parse_qs, urlencode
 
-from exporter.engine import Evaluation, ExpectedState, Mechanism, Routing, ServiceVerdict
+from exporter.engine import Evaluation, ExpectedState, Mechanism, ServiceVerdict
 from exporter.engine.whatif import NO_FORECAST, EntryForecast, services_losing_hints
 from exporter.evaluator import ExporterState, ServiceResult
 from exporter.web.facts import ClusterFacts, cluster_facts, has_overloaded_zone, share
@@ -71,11 +71,14 @@ class ServiceRow:
         return self.verdict.service.name
 
 
+LOCAL_POLICY_DROPS = "local policy drops"
+
+
 def routing_problems(verdict: ServiceVerdict) -> list[str]:
     """Hints the controller keeps that a data plane still does not use (behaviour §10)."""
     problems = []
     views = [view for view in verdict.routing.values() if view.applies]
-    if any(Routing.NO_ENDPOINTS in counts for view in views for counts in view.nodes.values()):
+    if any(view.no_endpoint_nodes()[0] for view in views):
         problems.append("fails closed")
     expected = (
         verdict.mechanism is not Mechanism.NONE
@@ -89,15 +92,21 @@ def routing_problems(verdict: ServiceVerdict) -> list[str]:
 
 def problems_of(verdict: ServiceVerdict) -> tuple[tuple[str, ...], Severity]:
     broken = []
-    if verdict.expected_state is ExpectedState.DISABLED:
+    # A headless or ExternalName Service's hints are read by no data plane: as `explain`,
+    # their state is no problem (exporter.overview.problems).
+    if verdict.proxied and verdict.expected_state is ExpectedState.DISABLED:
         broken.append("hints disabled")
     completeness = verdict.hint_completeness
-    if completeness is not None and 0 < completeness < 1:
+    if verdict.proxied and completeness is not None and 0 < completeness < 1:
         broken.append("partial hints")
     broken += routing_problems(verdict)
-    if verdict.drift:
+    if verdict.proxied and verdict.drift:
         broken.append("drift")
     warnings = []
+    if any(view.no_endpoint_nodes()[1] for view in verdict.routing.values()):
+        # internalTrafficPolicy Local on a node without a local endpoint: the policy at
+        # work, not a hint failure, yet those nodes' clients get nothing (docs/runbooks.md).
+        warnings.append(LOCAL_POLICY_DROPS)
     if verdict.config_issues:
         warnings.append("config issue")
     if has_overloaded_zone(verdict):
@@ -248,6 +257,7 @@ PROBLEMS = (
     "hints disabled",
     "partial hints",
     "fails closed",
+    LOCAL_POLICY_DROPS,
     "traffic leaves its zone",
     "drift",
     "config issue",
