@@ -108,7 +108,8 @@ def _add_scope_arguments(explain: argparse.ArgumentParser) -> None:
     explain.add_argument(
         "--problems",
         action="store_true",
-        help="only Services whose hints are off, partial, ineffective, drifting or misconfigured",
+        help="only Services whose hints are off, partial, fail closed, ineffective, drifting or "
+        "misconfigured",
     )
 
 

@@ -74,12 +74,17 @@ class ServiceRow:
 LOCAL_POLICY_DROPS = "local policy drops"
 
 
-def routing_problems(verdict: ServiceVerdict) -> list[str]:
-    """Hints the controller keeps that a data plane still does not use (behaviour §10)."""
-    problems = []
+def routing_problems(verdict: ServiceVerdict) -> tuple[list[str], list[str]]:
+    """Hints the controller keeps that a data plane still does not use (behaviour §10), and
+    nodes whose traffic internalTrafficPolicy Local drops: (problems, warnings)."""
+    problems: list[str] = []
     views = [view for view in verdict.routing.values() if view.applies]
-    if any(view.no_endpoint_nodes()[0] for view in views):
+    # (failed closed, dropped by the policy) per data plane, counted once: asked of every row.
+    no_endpoints = [view.no_endpoint_nodes() for view in views]
+    if any(failed for failed, _ in no_endpoints):
         problems.append("fails closed")
+    # The policy at work, not a hint failure, yet those nodes' clients get nothing.
+    warnings = [LOCAL_POLICY_DROPS] if any(dropped for _, dropped in no_endpoints) else []
     expected = (
         verdict.mechanism is not Mechanism.NONE
         and verdict.expected_state is ExpectedState.ENABLED
@@ -87,7 +92,7 @@ def routing_problems(verdict: ServiceVerdict) -> list[str]:
     )
     if expected and any(view.local_ratio == 0 for view in views):
         problems.append("traffic leaves its zone")
-    return problems
+    return problems, warnings
 
 
 def problems_of(verdict: ServiceVerdict) -> tuple[tuple[str, ...], Severity]:
@@ -99,14 +104,10 @@ def problems_of(verdict: ServiceVerdict) -> tuple[tuple[str, ...], Severity]:
     completeness = verdict.hint_completeness
     if verdict.proxied and completeness is not None and 0 < completeness < 1:
         broken.append("partial hints")
-    broken += routing_problems(verdict)
+    routing, warnings = routing_problems(verdict)
+    broken += routing
     if verdict.proxied and verdict.drift:
         broken.append("drift")
-    warnings = []
-    if any(view.no_endpoint_nodes()[1] for view in verdict.routing.values()):
-        # internalTrafficPolicy Local on a node without a local endpoint: the policy at
-        # work, not a hint failure, yet those nodes' clients get nothing (docs/runbooks.md).
-        warnings.append(LOCAL_POLICY_DROPS)
     if verdict.config_issues:
         warnings.append("config issue")
     if has_overloaded_zone(verdict):
