@@ -28,6 +28,7 @@ from alerts.recording import recording_rules
 from exporter.metrics import families as f
 from exporter.metrics.monitoring import (
     ENTRY_IDENTITY,
+    LOCAL_POLICY_IGNORED_BY,
     OPTIONAL_RESOURCES,
     SERVICE_IDENTITY,
     Mechanism,
@@ -60,6 +61,8 @@ class Config:
             "TopologyHintsConfigIssue": "15m",
             "TopologyHintsIgnored": "15m",
             "TopologyHintsFailClosed": "5m",  # clients are refused: page sooner
+            # A node-local endpoint missing for longer than a pod restart takes.
+            "TopologyHintsLocalPolicyDropped": "15m",
             "TopologyHintsExporterWatchDown": "5m",
             # RBAC changes are slow and the exporter retries a 403 every 5 minutes.
             "TopologyHintsExporterOptionalWatchDown": "15m",
@@ -129,6 +132,8 @@ def aggregate(config: Config, operator: str, *names: str) -> str:
 # condition holds, so a consequence never pages beside its cause (docs/runbooks.md).
 ENTRY_PRECEDENCE = (
     "TopologyHintsFailClosed",  # clients refused: an outage, whatever caused it
+    # internalTrafficPolicy Local drops some nodes' traffic: hints do not apply to it there
+    "TopologyHintsLocalPolicyDropped",
     "TopologyHintsDisabled",  # the controller refuses hints; stale ones are its symptom
     "TopologyHintsIncomplete",  # partial hints: every data plane of section 5's kind ignores them
     "TopologyHintsDrift",  # the controller does not apply the expected hints
@@ -143,13 +148,24 @@ def entry_conditions(config: Config) -> dict[str, str]:
     c = config
     S = labels(c, *SERVICE)  # noqa: N806 - the label list every condition joins on
     no_endpoints = f'routing="{Routing.NO_ENDPOINTS}"'
+    reads_policy = f'dataplane!~"{"|".join(LOCAL_POLICY_IGNORED_BY)}"'
+    local_policy = 'internal_traffic_policy="Local"'
+    # No endpoint on a node because internalTrafficPolicy Local finds none there.
+    dropped = (
+        f"{f.SERVICE_ROUTING_NODES.name}{hints_selector(c, no_endpoints, reads_policy)} > 0\n"
+        f"  and on {labels(c, *SERVICE_IDENTITY)}\n"
+        f"  {f.SERVICE_INFO.name}{hints_selector(c, local_policy)}"
+    )
+    following_zone = f'mode="{ProxyMode.PREFER_SAME_ZONE}"'
     cluster_mode = f'mode="{ProxyMode.CLUSTER}"'
     local_modes = f'mode=~"{ProxyMode.PREFER_SAME_ZONE}|{ProxyMode.PREFER_SAME_NODE}"'
     traffic_distribution = f'mechanism="{Mechanism.TRAFFIC_DISTRIBUTION}"'
     return {
         "TopologyHintsFailClosed": (
-            f"{f.SERVICE_ROUTING_NODES.name}{hints_selector(c, no_endpoints)} > 0"
+            f"{f.SERVICE_ROUTING_NODES.name}{hints_selector(c, no_endpoints)} > 0\n"
+            f"  unless (\n    {dropped.replace(chr(10), chr(10) + '  ')}\n  )"
         ),
+        "TopologyHintsLocalPolicyDropped": dropped,
         "TopologyHintsDisabled": (
             f"{f.SERVICE_DISABLED_REASON.name}{hints_selector(c)} == 1\n"
             f"  and on {S}\n"
@@ -169,10 +185,15 @@ def entry_conditions(config: Config) -> dict[str, str]:
             f"  and on {S}\n"
             f"  {f.SERVICE_PROXY_MODE.name}{hints_selector(c, local_modes)} == 1"
         ),
+        # Only where kube-proxy follows the zone's hints (explain's warning says the same):
+        # under internalTrafficPolicy Local (mode Local) or in a Cluster zone, the hinted
+        # endpoints do not take the zone's traffic.
         "TopologyHintsZoneOverloaded": (
             f"{f.ZONE_LOAD_FACTOR.name}{hints_selector(c)} > {c.monitoring.overload_limit}\n"
             f"  and on {labels(c, *SERVICE_IDENTITY)}\n"
-            f"  {f.SERVICE_INFO.name}{hints_selector(c, traffic_distribution)}"
+            f"  {f.SERVICE_INFO.name}{hints_selector(c, traffic_distribution)}\n"
+            f"  and on {labels(c, *SERVICE, 'zone')}\n"
+            f"  {f.SERVICE_PROXY_MODE.name}{hints_selector(c, following_zone)} == 1"
         ),
     }
 
@@ -420,6 +441,19 @@ def routing_rules(config: Config) -> list[dict[str, Any]]:
             f"{SERVICE_TEXT} from {{{{ $labels.dataplane }}}}: no ready endpoint is hinted for "
             "their zone and this data plane fails closed (connections refused or HTTP 503) "
             "instead of falling back to every zone.",
+        ),
+        alert(
+            c,
+            "TopologyHintsLocalPolicyDropped",
+            entry_alert_expr(c, "TopologyHintsLocalPolicyDropped", "dataplane", "zone"),
+            "warning",
+            "internalTrafficPolicy: Local drops a Service's in-cluster traffic on nodes "
+            "without a local endpoint.",
+            "{{ $value }} Ready node(s) {{ if $labels.zone }}in zone {{ $labels.zone }}"
+            "{{ else }}without a zone label{{ end }} run no ready (or serving terminating) "
+            f"endpoint of Service {SERVICE_TEXT}, which sets internalTrafficPolicy: Local, so "
+            "{{ $labels.dataplane }} drops the in-cluster traffic of clients on those nodes. "
+            "Hints do not apply to such traffic.",
         ),
     ]
 

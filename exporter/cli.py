@@ -17,6 +17,7 @@ from exporter.engine import DEFAULT_DATAPLANES, DataPlane
 from exporter.overview import (
     NODES,
     exit_status,
+    missing_error,
     missing_kinds,
     missing_warnings,
     select,
@@ -107,7 +108,8 @@ def _add_scope_arguments(explain: argparse.ArgumentParser) -> None:
     explain.add_argument(
         "--problems",
         action="store_true",
-        help="only Services whose hints are off, partial, ineffective, drifting or misconfigured",
+        help="only Services whose hints are off, partial, fail closed, ineffective, drifting or "
+        "misconfigured",
     )
 
 
@@ -564,8 +566,10 @@ def _run_what_if(args: argparse.Namespace) -> int:
     if (args.max_surge or args.max_unavailable) and not args.rollout:
         raise CommandError("--max-surge and --max-unavailable describe a --rollout")
     snapshot, missing, _where = _read_input(args)
-    for warning in missing_warnings(missing):
-        _warn(warning)
+    if missing:
+        # Every answer needs all three kinds (zone shares, Services, their endpoints): exit 2
+        # with explain's sentence rather than answer from what is not there.
+        raise CommandError(missing_error(missing))
     cluster = whatif.Cluster(snapshot.nodes, snapshot.services, snapshot.endpoint_slices)
     try:
         steps = [_scenario_step(kind, value) for kind, value in args.steps]

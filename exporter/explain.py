@@ -66,7 +66,10 @@ _CONTROLLER_LAG = (
 _MODE_TEXT = {
     ProxyMode.PREFER_SAME_ZONE: "prefers endpoints hinted for this zone",
     ProxyMode.CLUSTER: "uses every ready endpoint of the cluster",
-    ProxyMode.LOCAL: "in-cluster traffic stays on the node (internalTrafficPolicy: Local)",
+    ProxyMode.LOCAL: (
+        "in-cluster traffic goes only to an endpoint on the client's own node "
+        "(internalTrafficPolicy: Local); a node without one drops it"
+    ),
     ProxyMode.PREFER_SAME_NODE: "prefers endpoints hinted for the node itself",
 }
 
@@ -485,7 +488,13 @@ def proxy_lines(
 ) -> list[str]:
     proxy = verdict.proxy
     if not proxy.by_zone:
-        return ["not proxied (headless or ExternalName Service, or not an IP address type)"]
+        return reflow(
+            "not proxied (headless or ExternalName Service, or not an IP address type): no "
+            "data plane reads its hints, so they count as no problem and never fail the exit "
+            "status",
+            options,
+            hang="",
+        )
     width = max(len(zone_name(zone)) for zone in proxy.by_zone)
     lines = []
     for zone, mode in proxy.by_zone.items():
@@ -690,22 +699,61 @@ def routing_text(dataplane: DataPlane, view: RoutingView, nodes: ReadyNodes) -> 
     groups = sorted(
         routing_groups(view).items(), key=lambda item: (not item[0][0].stays_local, item[0][0])
     )
-    parts = []
-    for (routing, zone_routing), (count, zones) in groups:
+    # Local routings are counted once each, whether zones or node exceptions hold them.
+    local_counts: dict[Routing, int] = {}
+    for (routing, _), (count, _) in groups:
         if routing.stays_local:
-            local = " (internalTrafficPolicy: Local)" if routing is Routing.LOCAL else ""
-            parts.append(f"{routing} on {count} of {total} nodes{local}")
-            continue
-        where = (
-            "every node" if count == total else f"{count} of {total} nodes ({zone_names(zones)})"
-        )
-        cause = cause_text(dataplane, zone_routing, zones) if zone_routing else ""
-        parts.append(f"{_ROUTING_WORDS.get(routing, str(routing))} on {where}: {cause}")
+            local_counts[routing] = local_counts.get(routing, 0) + count
+    parts = []
+    for routing, count in local_counts.items():
+        local = " (internalTrafficPolicy: Local)" if routing is Routing.LOCAL else ""
+        parts.append(f"{routing} on {count} of {total} nodes{local}")
+    # "the other 1497" reads right only beside a single local count.
+    others = len(local_counts) == 1
+    failed_closed = False
+    for (routing, zone_routing), (count, zones) in groups:
+        if not routing.stays_local:
+            where = Where(count, total, zones, others=others)
+            parts.append(non_local_text(dataplane, routing, zone_routing, where))
+            failed_closed = failed_closed or (
+                routing is Routing.NO_ENDPOINTS and not dropped_by_policy(zone_routing)
+            )
     routings = {routing for (routing, _), _ in groups}
     tone = Tone.GOOD if all(routing.stays_local for routing in routings) else Tone.WARN
-    if Routing.NO_ENDPOINTS in routings:
+    if failed_closed:
         tone = Tone.BAD
     return "; ".join(parts), tone
+
+
+def dropped_by_policy(zone_routing: ZoneRouting | None) -> bool:
+    return zone_routing is not None and zone_routing.cause is Cause.NO_LOCAL_ENDPOINT
+
+
+@dataclass(frozen=True, slots=True)
+class Where:
+    """A group of clients: how many of all, in which zones."""
+
+    count: int
+    total: int
+    zones: Sequence[str]
+    # The local clients are counted in one part before: "the other N" reads right.
+    others: bool = False
+
+
+def non_local_text(
+    dataplane: DataPlane, routing: Routing, zone_routing: ZoneRouting | None, where: Where
+) -> str:
+    """Where the traffic of a group of clients does not stay local, and why."""
+    count, total, zones = where.count, where.total, where.zones
+    cause = cause_text(dataplane, zone_routing, zones) if zone_routing else ""
+    if dropped_by_policy(zone_routing):
+        # The policy at work, not a hint failure: "dropped on the other 1497".
+        if count == total:
+            return f"dropped on every node: {cause}"
+        nodes = f"the other {count}" if where.others else f"{count} of {total} nodes"
+        return f"dropped on {nodes}: {cause}"
+    nodes = "every node" if count == total else f"{count} of {total} nodes ({zone_names(zones)})"
+    return f"{_ROUTING_WORDS.get(routing, str(routing))} on {nodes}: {cause}"
 
 
 def zone_names(zones: Sequence[str]) -> str:
@@ -734,6 +782,10 @@ def cause_text(dataplane: DataPlane, zone_routing: ZoneRouting, zones: Sequence[
 
 _CAUSE_TEXT = {
     Cause.NO_READY_ENDPOINTS: "the Service has no ready endpoint",
+    Cause.NO_LOCAL_ENDPOINT: (
+        "internalTrafficPolicy: Local sends in-cluster traffic only to an endpoint on the "
+        "client's own node, and these nodes run none"
+    ),
     Cause.HINTS_IGNORED: (
         "{dataplane} ignores every hint (Cilium's enable-service-topology is off by default; "
         "turn it on, cilium issue 25283)"

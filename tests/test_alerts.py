@@ -135,6 +135,7 @@ SERVICE_ALERTS = {
     "TopologyHintsFlapping",
     "TopologyHintsIgnored",
     "TopologyHintsIncomplete",
+    "TopologyHintsLocalPolicyDropped",
     "TopologyHintsOnEdge",
     "TopologyHintsZoneFallback",
     "TopologyHintsZoneOverloaded",

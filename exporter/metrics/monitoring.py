@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from exporter.engine import OVERLOAD_LIMIT, Mechanism, ProxyMode, Routing
+from exporter.engine import DATA_PLANES, OVERLOAD_LIMIT, Mechanism, ProxyMode, Routing
 from exporter.metrics.families import Scope
 from exporter.resources import OPTIONAL_RESOURCES
 
@@ -21,6 +21,7 @@ __all__ = [
     "ENTRY_IDENTITY",
     "JOB",
     "JOB_SELECTOR",
+    "LOCAL_POLICY_IGNORED_BY",
     "MIXIN_CONFIG_NAMES",
     "OPTIONAL_RESOURCES",
     "OVERLOAD_LIMIT",
@@ -95,3 +96,11 @@ MIXIN_CONFIG_NAMES = {
     "flap_window": "flapWindow",
     "flap_threshold": "flapThreshold",
 }
+
+# Data planes that do not read internalTrafficPolicy (they route from their own pods): a
+# `no-endpoints` routing of theirs is never the policy's drop.
+LOCAL_POLICY_IGNORED_BY: tuple[str, ...] = tuple(
+    str(dataplane)
+    for dataplane, rule in DATA_PLANES.items()
+    if not rule.reads_internal_traffic_policy
+)

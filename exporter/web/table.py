@@ -17,7 +17,7 @@ from operator import attrgetter
 from types import MappingProxyType
 from urllib.parse import parse_qs, urlencode
 
-from exporter.engine import Evaluation, ExpectedState, Mechanism, Routing, ServiceVerdict
+from exporter.engine import Evaluation, ExpectedState, Mechanism, ServiceVerdict
 from exporter.engine.whatif import NO_FORECAST, EntryForecast, services_losing_hints
 from exporter.evaluator import ExporterState, ServiceResult
 from exporter.web.facts import ClusterFacts, cluster_facts, has_overloaded_zone, share
@@ -73,12 +73,20 @@ class ServiceRow:
         return self.verdict.service.name
 
 
-def routing_problems(verdict: ServiceVerdict) -> list[str]:
-    """Hints the controller keeps that a data plane still does not use (behaviour §10)."""
-    problems = []
+LOCAL_POLICY_DROPS = "local policy drops"
+
+
+def routing_problems(verdict: ServiceVerdict) -> tuple[list[str], list[str]]:
+    """Hints the controller keeps that a data plane still does not use (behaviour §10), and
+    nodes whose traffic internalTrafficPolicy Local drops: (problems, warnings)."""
+    problems: list[str] = []
     views = [view for view in verdict.routing.values() if view.applies]
-    if any(Routing.NO_ENDPOINTS in counts for view in views for counts in view.nodes.values()):
+    # (failed closed, dropped by the policy) per data plane, counted once: asked of every row.
+    no_endpoints = [view.no_endpoint_nodes() for view in views]
+    if any(failed for failed, _ in no_endpoints):
         problems.append("fails closed")
+    # The policy at work, not a hint failure, yet those nodes' clients get nothing.
+    warnings = [LOCAL_POLICY_DROPS] if any(dropped for _, dropped in no_endpoints) else []
     expected = (
         verdict.mechanism is not Mechanism.NONE
         and verdict.expected_state is ExpectedState.ENABLED
@@ -86,20 +94,22 @@ def routing_problems(verdict: ServiceVerdict) -> list[str]:
     )
     if expected and any(view.local_ratio == 0 for view in views):
         problems.append("traffic leaves its zone")
-    return problems
+    return problems, warnings
 
 
 def problems_of(verdict: ServiceVerdict) -> tuple[tuple[str, ...], Severity]:
     broken = []
-    if verdict.expected_state is ExpectedState.DISABLED:
+    # A headless or ExternalName Service's hints are read by no data plane: as `explain`,
+    # their state is no problem (exporter.overview.problems).
+    if verdict.proxied and verdict.expected_state is ExpectedState.DISABLED:
         broken.append("hints disabled")
     completeness = verdict.hint_completeness
-    if completeness is not None and 0 < completeness < 1:
+    if verdict.proxied and completeness is not None and 0 < completeness < 1:
         broken.append("partial hints")
-    broken += routing_problems(verdict)
-    if verdict.drift:
+    routing, warnings = routing_problems(verdict)
+    broken += routing
+    if verdict.proxied and verdict.drift:
         broken.append("drift")
-    warnings = []
     if verdict.config_issues:
         warnings.append("config issue")
     if has_overloaded_zone(verdict):
@@ -250,6 +260,7 @@ PROBLEMS = (
     "hints disabled",
     "partial hints",
     "fails closed",
+    LOCAL_POLICY_DROPS,
     "traffic leaves its zone",
     "drift",
     "config issue",

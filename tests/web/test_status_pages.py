@@ -24,6 +24,13 @@ from exporter.web.app import StatusPages
 from exporter.web.links import Links, explain_url, parse_external_url
 from exporter.web.table import Query, Severity, status_view
 from tests.conftest import EXAMPLES_DIR, PROJECT_ROOT, exporter_command
+from tests.k8s_objects import (
+    endpoint,
+    endpoint_slice,
+    service,
+    three_zone_nodes,
+    zone_endpoints,
+)
 from tests.scrape import running_exporter, wait_until
 
 DEMO = EXAMPLES_DIR / "demo-cluster.json"
@@ -397,3 +404,28 @@ def test_the_footer_names_the_snapshot_file_not_its_folders(tmp_path: Path) -> N
     page = body.decode()
     assert "source: snapshot prod.json" in page
     assert "home-alice-clusters" not in page
+
+
+def test_local_policy_drops_are_a_warning_and_headless_hints_no_problem() -> None:
+    """internalTrafficPolicy Local with endpoints on 1 of 3 nodes: 33% local and "local policy
+    drops" (a warning), never "fails closed" (that is a data plane refusing clients because
+    of hints). A headless Service without hints: nothing proxies it, so no "drift"."""
+    items = [
+        *three_zone_nodes(),
+        service("infra", "cache", internal_traffic_policy="Local"),
+        endpoint_slice("infra", "cache-1", "cache", [endpoint("10.0.0.1", "zone-a", "node-a-0")]),
+        service("shop", "db", topology_mode="Auto", cluster_ip="None"),
+        endpoint_slice("shop", "db-1", "db", zone_endpoints(6, hinted=False)),
+    ]
+    data = msgspec.json.encode({"kind": "List", "items": items})
+    state = evaluated(parse_snapshot("local", data))
+    rows = {row.name: row for row in status_view(state).rows}
+    cache, db = rows["cache"], rows["db"]
+    assert cache.problems == ("local policy drops",)
+    assert cache.severity is Severity.WARNING
+    assert "fails closed" not in cache.problems
+    assert db.verdict.drift
+    assert db.problems == ()
+    _, _, html = get(pages(state), "/?problem=local+policy+drops")
+    assert row_names(html) == ["cache"]
+    assert b"33.3% local" in html
