@@ -531,6 +531,7 @@ def _run_explain(args: argparse.Namespace) -> int:
         color=color,
         missing=missing,
         zone_loss=None if missing else _zone_loss(snapshot, evaluation),
+        zone_loss_skipped=_zone_loss_skipped(snapshot),
     )
     sys.stdout.write(explain_text(evaluation, verdicts, options, nothing))
     return status
@@ -554,6 +555,12 @@ def _zone_loss(snapshot: Snapshot, evaluation: Evaluation) -> dict[str, int]:
         )
     )
     return whatif.services_losing_hints(forecasts, views)
+
+
+def _zone_loss_skipped(snapshot: Snapshot) -> int:
+    from exporter.engine import whatif  # noqa: PLC0415
+
+    return whatif.zone_loss_beyond_cap(snapshot.nodes)
 
 
 def _run_what_if(args: argparse.Namespace) -> int:
