@@ -27,6 +27,7 @@ from exporter.overview import (
 from exporter.quantity import parse_quantity
 from exporter.runtime import tune_garbage_collector
 from exporter.snapshot import DEFAULT_MAX_INPUT_BYTES, Snapshot, SnapshotError, load_snapshot
+from exporter.terminal import json_printable, printable
 
 if TYPE_CHECKING:
     from exporter.engine import Evaluation
@@ -446,7 +447,7 @@ def _missing_kinds(snapshot: Snapshot) -> list[str]:
 
 
 def _warn(message: str) -> None:
-    print(f"{PROG}: warning: {message}", file=sys.stderr)  # noqa: T201
+    print(f"{PROG}: warning: {printable(message, newlines=False)}", file=sys.stderr)  # noqa: T201
 
 
 def _run_evaluate(args: argparse.Namespace) -> int:
@@ -456,7 +457,7 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         _warn(warning)
     evaluation = snapshot.evaluate(dataplanes)
     # Written piece by piece: the whole document would be the command's peak memory.
-    sys.stdout.buffer.writelines(formatted_evaluation_document(evaluation))
+    sys.stdout.buffer.writelines(map(json_printable, formatted_evaluation_document(evaluation)))
     sys.stdout.buffer.write(b"\n")
     sys.stdout.flush()
     return 0
@@ -516,7 +517,7 @@ def _run_explain(args: argparse.Namespace) -> int:
         else:
             wide = args.output == "wide"
             text = summary_text(verdicts, missing, only_problems=args.problems, wide=wide)
-            sys.stdout.write(text)
+            sys.stdout.write(printable(text))
         return status
     scope = f" in namespace {namespace}" if namespace is not None else ""
     nothing = f"No Service with EndpointSlices{scope} in {where}."
@@ -533,7 +534,7 @@ def _run_explain(args: argparse.Namespace) -> int:
         zone_loss=None if missing else _zone_loss(snapshot, evaluation),
         zone_loss_skipped=_zone_loss_skipped(snapshot),
     )
-    sys.stdout.write(explain_text(evaluation, verdicts, options, nothing))
+    sys.stdout.write(printable(explain_text(evaluation, verdicts, options, nothing), colour=color))
     return status
 
 
@@ -594,9 +595,8 @@ def _run_what_if(args: argparse.Namespace) -> int:
     if args.output == "json":
         _print_json(report.what_if_document(result, rollouts, show_all=args.all))
     else:
-        sys.stdout.write(
-            report.what_if_text(result, rollouts, ExplainOptions(color=False), show_all=args.all)
-        )
+        text = report.what_if_text(result, rollouts, ExplainOptions(color=False), show_all=args.all)
+        sys.stdout.write(printable(text))
     return report.exit_status(result, rollouts)
 
 
@@ -614,7 +614,8 @@ def _scenario_step(kind: str, value: str) -> ScenarioStep:
 def _print_json(document: object) -> None:
     # msgspec's encoder: the stdlib's indenting encoder is pure Python and takes seconds
     # on a 10,000-Service document.
-    sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(document), indent=2) + b"\n")
+    encoded = msgspec.json.format(msgspec.json.encode(document), indent=2)
+    sys.stdout.buffer.write(json_printable(encoded) + b"\n")
     sys.stdout.flush()
 
 
@@ -633,7 +634,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return runners[args.command](args)
     except (SnapshotError, CommandError) as error:
-        print(f"{PROG}: error: {error}", file=sys.stderr)  # noqa: T201
+        print(f"{PROG}: error: {printable(str(error), newlines=False)}", file=sys.stderr)  # noqa: T201
         return EXIT_USAGE
     except BrokenPipeError:
         # `... | head` closed the pipe: not an error worth a traceback.
