@@ -14,6 +14,7 @@ import msgspec
 from exporter import __version__
 from exporter.document import formatted_evaluation_document, service_document
 from exporter.engine import DEFAULT_DATAPLANES, DataPlane
+from exporter.engine.whatif import MAX_SCENARIO_COUNT
 from exporter.overview import (
     NODES,
     exit_status,
@@ -216,7 +217,8 @@ def _add_what_if_parser(commands: argparse._SubParsersAction[argparse.ArgumentPa
         dest="scale",
         metavar="NAMESPACE/NAME=N",
         action=_ScenarioStepAction,
-        help="set the Service's ready endpoints to N (repeatable; steps apply in order)",
+        help="set the Service's ready endpoints to N, at most "
+        f"{MAX_SCENARIO_COUNT:,} (repeatable; steps apply in order)",
     )
     what_if.add_argument(
         "--rollout",
@@ -224,12 +226,16 @@ def _add_what_if_parser(commands: argparse._SubParsersAction[argparse.ArgumentPa
         help="check a rolling update of this Service's workload after the steps",
     )
     what_if.add_argument(
-        "--max-surge", metavar="S", help="the rollout's maxSurge: a count or a percentage (25%%)"
+        "--max-surge",
+        metavar="S",
+        help="the rollout's maxSurge: a count or a percentage (25%%), "
+        f"at most {MAX_SCENARIO_COUNT:,} endpoints",
     )
     what_if.add_argument(
         "--max-unavailable",
         metavar="U",
-        help="the rollout's maxUnavailable: a count or a percentage (25%%)",
+        help="the rollout's maxUnavailable: a count or a percentage (25%%), "
+        f"at most {MAX_SCENARIO_COUNT:,} endpoints",
     )
     what_if.add_argument(
         "--all", action="store_true", help="also print the Services that do not change"

@@ -48,6 +48,11 @@ from exporter.engine.routing import HintSets, ready_hint_sets
 # Above this many endpoints per zone every count is feasible: the minimums sum to at most
 # N/1.2 + zones, which is N or less once N >= 6 x zones.
 ALWAYS_FEASIBLE_PER_ZONE = 6
+# The largest endpoint count a scenario takes (--scale N, a rollout's surge and
+# unavailable): a scenario builds each endpoint and judges each count of a rollout, so
+# 100,000,000 took minutes and gigabytes, or ran out of memory. 100,000 answers in a few
+# seconds and is far above the endpoint count of any one Service in practice.
+MAX_SCENARIO_COUNT = 100_000
 # Zone-loss forecasts are made for clusters of at most this many zone labels. Each zone's
 # view is the cluster without it, so their cost grows as zones x nodes: with a zone label
 # per Node (some clusters have them), 10,000 Nodes once took 9 minutes and 24 GB. Beyond
