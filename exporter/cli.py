@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import re
 import sys
 from collections.abc import Sequence
@@ -17,6 +18,7 @@ from exporter.engine import DEFAULT_DATAPLANES, DataPlane
 from exporter.engine.whatif import MAX_SCENARIO_COUNT
 from exporter.overview import (
     NODES,
+    SERVICES,
     exit_status,
     missing_kinds,
     missing_warnings,
@@ -500,6 +502,17 @@ def _scope(args: argparse.Namespace) -> tuple[str | None, str | None]:
     return namespace, service
 
 
+def _check_namespace(snapshot: Snapshot, namespace: str, where: str) -> None:
+    """A namespace without a single Service is bad input, not a pass: `-n shpo` in a CI
+    gate would otherwise pass for ever (kubectl says "No resources found" and exits 0)."""
+    known = {service.namespace for service in snapshot.services}
+    if namespace in known:
+        return
+    close = difflib.get_close_matches(namespace, sorted(known), n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    raise CommandError(f"no Service in namespace {namespace} in {where}{hint}")
+
+
 def _run_explain(args: argparse.Namespace) -> int:
     from exporter.explain import ExplainOptions, explain_text  # noqa: PLC0415
 
@@ -511,6 +524,8 @@ def _run_explain(args: argparse.Namespace) -> int:
         verdicts = select(evaluation, namespace, name)
     except LookupError as error:
         raise CommandError(f"{error.args[0]} in {where}") from None
+    if namespace is not None and not verdicts and SERVICES not in missing:
+        _check_namespace(snapshot, namespace, where)
     if args.output == "json":
         # Text output carries the warnings itself; JSON must stay JSON.
         for warning in missing_warnings(missing):
