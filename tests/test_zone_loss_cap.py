@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 import pytest
+from structlog.testing import capture_logs
 
 from bench.zones import zone_objects, zone_snapshot
 from exporter.engine import allocation, whatif
@@ -24,10 +25,12 @@ from exporter.engine.model import Node
 from exporter.engine.whatif import MAX_ZONE_LOSS_ZONES
 from exporter.evaluator import Evaluator, ExporterState
 from exporter.metrics.families import ZONE_LOSS_SERVICES_LOSING_HINTS
+from exporter.serve import ServeOptions
 from exporter.snapshot import parse_snapshot
 from exporter.store import ClusterStore
 from exporter.web.table import status_view
 from tests.conftest import PROJECT_ROOT, exporter_command
+from tests.scrape import base_url, http_get, running_exporter, scrape, wait_until
 
 
 class Reads:
@@ -135,3 +138,26 @@ def test_the_generator_gives_one_node_per_zone() -> None:
     zones = {node["metadata"]["labels"]["topology.kubernetes.io/zone"] for node in nodes}
     assert len(nodes) == len(zones) == 5
     assert orjson.loads(zone_snapshot(5))["kind"] == "List"
+
+
+def test_the_live_exporter_reports_the_cap(tmp_path: Path) -> None:
+    """serve --snapshot: the status page says so, the metric has no series, a log line."""
+    zones = MAX_ZONE_LOSS_ZONES + 1
+    snapshot = tmp_path / "zones.json"
+    snapshot.write_bytes(zone_snapshot(zones))
+    options = ServeOptions(listen_address="127.0.0.1:0", snapshot=str(snapshot))
+    with capture_logs() as logs, running_exporter(options) as exporter:
+        url = base_url(exporter)
+        wait_until(lambda: http_get(f"{url}/readyz")[0] == 200)
+        status, page = http_get(f"{url}/")
+        metrics = scrape(url)
+    assert status == 200
+    assert f"If a zone is lost: not forecast: {zones} zone labels" in " ".join(page.split())
+    assert not metrics.series("topology_hints_zone_loss_services_losing_hints")
+    assert metrics.value("topology_hints_sufficient_node_info") == 1
+    assert {
+        "event": "zone-loss forecast not made: too many zone labels",
+        "zones": zones,
+        "cap": MAX_ZONE_LOSS_ZONES,
+        "log_level": "warning",
+    } in logs
