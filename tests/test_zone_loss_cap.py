@@ -161,3 +161,13 @@ def test_the_live_exporter_reports_the_cap(tmp_path: Path) -> None:
         "cap": MAX_ZONE_LOSS_ZONES,
         "log_level": "warning",
     } in logs
+
+
+def test_zones_without_an_entrys_endpoints_share_one_hint_set() -> None:
+    """What a node change re-decides zone loss from: a copy per zone only where the entry
+    loses endpoints, so it grows with the entry's zones, not the cluster's."""
+    *_, state = _evaluated(MAX_ZONE_LOSS_ZONES)
+    (forecast,) = state.services[("shop", "close-few")].forecasts
+    # Today's hints, then one per zone: 3 zones hold an endpoint of close-few.
+    assert len(forecast.converged_ready) == 1 + MAX_ZONE_LOSS_ZONES
+    assert len({id(hints) for hints in forecast.converged_ready[1:]}) == 3 + 1

@@ -794,12 +794,14 @@ def _converged_ready(
         today = ready_hint_sets(converged)
     if not _routes_locally_with(verdict, today, routes):
         return (today,)
-    survivors = (
-        ready_hint_sets(
-            [e for e in converged if not (e.zone == view.zone or e.node_name in view.removed_nodes)]
-        )
-        for view in views
-    )
+    survivors = []
+    for view in views:
+        kept = [
+            e for e in converged if not (e.zone == view.zone or e.node_name in view.removed_nodes)
+        ]
+        # A zone without any of the entry's endpoints leaves today's hints: one shared object,
+        # not a copy per zone (memory would grow as zones x endpoints).
+        survivors.append(today if len(kept) == len(converged) else ready_hint_sets(kept))
     return (today, *survivors)
 
 
