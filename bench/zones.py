@@ -151,7 +151,7 @@ def serve_ready(snapshot: Path) -> tuple[float, float]:
     """(seconds from start to /readyz answering 200, RSS MiB then) of `serve --snapshot`."""
     address = f"127.0.0.1:{_free_port()}"
     command = [sys.executable, "-m", "exporter", "serve", "--snapshot", str(snapshot),
-               "--listen-address", address, "--log-level", "warning"]  # fmt: skip
+               "--listen-address", address, "--log-level", "error"]  # fmt: skip
     started = time.monotonic()
     process = subprocess.Popen(command)
     try:
