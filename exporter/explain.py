@@ -39,7 +39,7 @@ from exporter.engine.allocation import OVERLOAD_LIMIT, refusal_reason, zone_mini
 from exporter.engine.mechanism import deciding_annotation
 from exporter.engine.model import ZONE_LABEL
 from exporter.engine.reasons import HINTS_DISABLED_EVENT, HINTS_ENABLED_EVENT
-from exporter.engine.whatif import Feasibility, Margin, endpoint_margin
+from exporter.engine.whatif import MAX_ZONE_LOSS_ZONES, Feasibility, Margin, endpoint_margin
 from exporter.overview import NODES, missing_warnings
 
 LABEL_WIDTH = 19
@@ -88,6 +88,8 @@ class ExplainOptions:
     missing: Mapping[str, str] = dataclass_field(default_factory=dict)
     # Zone -> Services whose hints losing that zone would take away (None: not computed).
     zone_loss: Mapping[str, int] | None = None
+    # The cluster's zone labels when too many for a zone-loss forecast (0: not skipped).
+    zone_loss_skipped: int = 0
 
     def paint(self, text: str, tone: Tone) -> str:
         """Wrap text in an ANSI colour when colour is on; never emit a code otherwise."""
@@ -244,6 +246,8 @@ def cluster_lines(evaluation: Evaluation, options: ExplainOptions) -> list[str]:
 
 def zone_loss_lines(options: ExplainOptions) -> list[str]:
     """What losing each zone would do (section 11), so a zone failure holds no surprise."""
+    if options.zone_loss_skipped:
+        return [field("Zone loss", zone_loss_skipped_text(options.zone_loss_skipped))]
     if not options.zone_loss:
         return []
     losing = {zone: count for zone, count in options.zone_loss.items() if count}
@@ -254,6 +258,14 @@ def zone_loss_lines(options: ExplainOptions) -> list[str]:
         for zone, count in losing.items()
     ]
     return fields("Zone loss", [options.paint(text, Tone.WARN) for text in texts])
+
+
+def zone_loss_skipped_text(zones: int) -> str:
+    """Why no zone-loss forecast is shown; the status page says the same."""
+    return (
+        f"not forecast: {zones:,} zone labels, more than the {MAX_ZONE_LOSS_ZONES} "
+        "a forecast covers (its cost grows as zones x nodes)"
+    )
 
 
 def zone_share_lines(capacity: ClusterCapacity) -> list[str]:

@@ -22,6 +22,7 @@ from prometheus_client.registry import Collector
 
 from exporter import __version__
 from exporter.engine import DEFAULT_DATAPLANES, DataPlane
+from exporter.engine.whatif import MAX_ZONE_LOSS_ZONES
 from exporter.evaluator import Evaluator
 from exporter.logs import LogFormat, configure_logging
 from exporter.metrics.collector import (
@@ -368,6 +369,12 @@ class Exporter:
                 gc.freeze()
                 self._ready.set()
                 logger.info("ready", **self.store.counts())
+                if self.evaluator.state.zone_loss_skipped:
+                    logger.warning(
+                        "zone-loss forecast not made: too many zone labels",
+                        zones=self.evaluator.state.zone_loss_skipped,
+                        cap=MAX_ZONE_LOSS_ZONES,
+                    )
             self.store.wait_for_changes(0.5)
 
     def _warm_pages(self) -> None:

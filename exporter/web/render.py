@@ -81,6 +81,7 @@ def index_page(view: StatusView, query: Query, links: Links, context: PageContex
         context=context,
         cluster=view.cluster,
         zone_loss=view.zone_loss,
+        zone_loss_note=view.zone_loss_note,
         tallies=TALLIES,
         counts=view.counts,
         watches=context.watches,

@@ -20,6 +20,7 @@ from urllib.parse import parse_qs, urlencode
 from exporter.engine import Evaluation, ExpectedState, Mechanism, ServiceVerdict
 from exporter.engine.whatif import NO_FORECAST, EntryForecast, services_losing_hints
 from exporter.evaluator import ExporterState, ServiceResult
+from exporter.explain import zone_loss_skipped_text
 from exporter.web.facts import ClusterFacts, cluster_facts, has_overloaded_zone, share
 from exporter.web.links import Links
 
@@ -308,6 +309,8 @@ class StatusView:
     rows_of: Mapping[ServiceKey, tuple[ServiceResult, tuple[ServiceRow, ...]]]
     # Zone -> Services whose hints losing it would take away (what-if, behaviour §11).
     zone_loss: Mapping[str, int] = field(default_factory=dict)
+    # Why there is no zone-loss forecast when the cluster has too many zones ("" otherwise).
+    zone_loss_note: str = ""
 
 
 def status_view(state: ExporterState, previous: StatusView | None = None) -> StatusView:
@@ -346,6 +349,9 @@ def status_view(state: ExporterState, previous: StatusView | None = None) -> Sta
         counts=_counts(rows),
         rows_of=MappingProxyType(rows_of),
         zone_loss=_zone_loss(state, rows),
+        zone_loss_note=(
+            zone_loss_skipped_text(state.zone_loss_skipped) if state.zone_loss_skipped else ""
+        ),
     )
 
 
