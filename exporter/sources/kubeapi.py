@@ -7,6 +7,7 @@ cost about 20x more time and 7x more memory on a large EndpointSlice list.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,17 +43,43 @@ class ApiStatusError(Exception):
 @dataclass(frozen=True, slots=True)
 class Timeouts:
     connect: float = 10.0
+    # Each wait for bytes from the socket (urllib3's read timeout).
     read: float = 60.0
+    # The whole body of one LIST page: a server that trickles bytes, each within `read`
+    # of the last, cannot hold a list (and the readiness it gates) for longer.
+    body: float = 120.0
+
+
+class BodyDeadlineError(TimeoutError):
+    """A response body took longer than Timeouts.body to arrive."""
+
+
+_READ_CHUNK = 1 << 16
 
 
 def _retries() -> urllib3.Retry:
     """urllib3's own retries: connection failures only.
 
-    By default the pool retries a 429 or 503 with Retry-After itself, sleeping in the
-    informer's thread where stop() cannot cut the wait, and raises MaxRetryError in the end;
+    A read timeout is not retried (read=False re-raises it): the pool's default retried it
+    three times, so a LIST the server never answered was noticed after four read timeouts
+    instead of one. Nor are statuses: by default the pool retries a 429 or 503 with
+    Retry-After itself, sleeping in the informer's thread where stop() cannot cut the wait;
     the informer waits as told instead, interruptibly, and counts it.
     """
-    return urllib3.Retry(total=3, status=0, respect_retry_after_header=False)
+    return urllib3.Retry(
+        total=3, connect=3, read=False, status=0, other=0, respect_retry_after_header=False
+    )
+
+
+def read_body(response: urllib3.BaseHTTPResponse, timeouts: Timeouts) -> bytes:
+    """The whole body of a response, within timeouts.body; raises BodyDeadlineError."""
+    deadline = time.monotonic() + timeouts.body
+    parts = []
+    for chunk in response.stream(_READ_CHUNK, decode_content=True):
+        parts.append(chunk)
+        if time.monotonic() > deadline:
+            raise BodyDeadlineError(f"the response took longer than {timeouts.body:g} s")
+    return b"".join(parts)
 
 
 # What loading a broken kubeconfig raises: the client's own error, and whatever its YAML
