@@ -32,11 +32,11 @@ def test_a_line_over_the_limit_is_reported_with_its_size_and_its_neighbours_kept
 
 def test_pending_tells_an_unfinished_line() -> None:
     splitter = LineSplitter(100)
-    assert not splitter.pending
-    splitter.feed(b'{"type":"ADD')
-    assert splitter.pending
-    splitter.feed(b'ED"}\n')
-    assert not splitter.pending
+    started = splitter.pending
+    assert splitter.feed(b'{"type":"ADD') == []
+    unfinished = splitter.pending
+    assert splitter.feed(b'ED"}\n') == [b'{"type":"ADDED"}']
+    assert (started, unfinished, splitter.pending) == (False, True, False)
 
 
 def _peak(feed: int, line_bytes: int, limit: int) -> tuple[int, list[bytes | OversizedLine]]:
