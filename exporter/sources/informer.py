@@ -331,6 +331,13 @@ class Informer(Generic[_Raw, _Slim]):
         self._response = response
         try:
             yield response
+        except BaseException:
+            # Left unread (a stall, a deadline, an event that breaks the watch): the server may
+            # still be sending on this connection, or be stuck, so it cannot carry another
+            # request. Pooled as it was, it would look idle and be reused.
+            with contextlib.suppress(OSError, AttributeError, RuntimeError, ValueError):
+                response.close()
+            raise
         finally:
             self._response = None
             response.release_conn()
@@ -491,11 +498,13 @@ class Informer(Generic[_Raw, _Slim]):
         self._stop.wait(delay)
 
     def _report(self, problem: str, cause: RestartCause, error: Exception) -> None:
-        """watch_up 0, the restart counted, and one log line per distinct problem."""
-        self._metrics.watch_up(self.spec.resource, up=False)
+        """The problem (for /readyz), the restart counted, watch_up 0: in that order, so that
+        whoever sees watch_up 0 sees the rest too. One log line per distinct problem."""
+        previous, self.problem = self.problem, problem
         if cause != "stalled":  # _stalled counted it
             self._metrics.watch_restart(self.spec.resource, cause)
-        if problem != self.problem:
+        self._metrics.watch_up(self.spec.resource, up=False)
+        if problem != previous:
             # One line per distinct problem, not one per retry.
             optional = not self.spec.required and cause == "forbidden"
             log = self._log.info if optional else self._log.warning
@@ -506,7 +515,6 @@ class Informer(Generic[_Raw, _Slim]):
                 error=str(error),
                 cause=cause,
             )
-        self.problem = problem
 
 
 def _retry_after(error: Exception) -> float | None:
