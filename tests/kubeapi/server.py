@@ -266,9 +266,9 @@ class FakeKubeAPI:
         """Requests for a resource get 403 Forbidden until clear_faults()."""
         self.faults.forbid(resource)
 
-    def stall(self, resource: str, seconds: float) -> None:
-        """Delay every response for a resource by `seconds` until clear_faults() (0: no delay)."""
-        self.faults.stall(resource, seconds)
+    def stall(self, resource: str, seconds: float, verbs: tuple[str, ...] = ()) -> None:
+        """Delay responses for a resource (of `verbs` only, when given) until clear_faults()."""
+        self.faults.stall(resource, seconds, verbs)
 
     def trickle(self, resource: str, interval: float) -> None:
         """LIST responses of a resource come a few bytes every `interval` s until clear_faults()."""

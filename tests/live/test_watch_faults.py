@@ -169,18 +169,20 @@ def test_a_list_that_trickles_in_is_bounded(kube_api: FakeKubeAPI, kubeconfig: P
 def test_a_stalled_relist_is_named_by_readyz(
     kube_api: FakeKubeAPI, start_exporter: StartExporter
 ) -> None:
-    """Ready, then a relist the server never answers: /readyz names it after one read timeout."""
+    """Ready, then a relist the server never answers: /readyz names it after one read timeout
+    (3 s here), after one try (urllib3 retried it three times: four read timeouts)."""
     kube_api.load(_cluster())
     with start_exporter() as exporter:
         url = base_url(exporter)
         kube_api.wait_for_watches("nodes")
-        kube_api.stall("nodes", 600)
-        kube_api.compact()
-        kube_api.drop_watches("nodes")
+        kube_api.stall("nodes", 600, verbs=("list",))
+        kube_api.load(three_zone_nodes())  # the nodes watch ends with 410: list again
         result = eventually(
             exporter, lambda r: r.value("topology_hints_watch_up", resource="nodes") == 0
         )
+        assert _restarts(result, "nodes", "expired") == 1
         assert _restarts(result, "nodes", "error") == 1
+        assert len(_lists(kube_api, "nodes")) == 2  # the first list, and one stalled try
         status, body = http_get(url + "/readyz")
         assert status == 200
         assert "- nodes: the API server cannot be reached, or its answer cannot be read" in body
