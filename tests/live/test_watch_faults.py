@@ -172,7 +172,9 @@ def test_a_stalled_relist_is_named_by_readyz(
     """Ready, then a relist the server never answers: /readyz names it after one read timeout
     (3 s here), after one try (urllib3 retried it three times: four read timeouts)."""
     kube_api.load(_cluster())
-    with start_exporter() as exporter:
+    # The next try waits 2.5-5 s: the LISTs counted below are those before the report.
+    settings = dataclasses.replace(FAST, backoff_initial=5.0, backoff_max=5.0)
+    with start_exporter(informer=settings) as exporter:
         url = base_url(exporter)
         kube_api.wait_for_watches("nodes")
         kube_api.stall("nodes", 600, verbs=("list",))
