@@ -24,7 +24,11 @@ def _forbidden(field: str, detail: str) -> tuple[str, str, str]:
 
 def _not_supported(field: str, value: str, allowed: list[str]) -> tuple[str, str, str]:
     quoted = ", ".join(f'"{a}"' for a in allowed)
-    return (field, "FieldValueNotSupported", f'Unsupported value: "{value}": supported values: {quoted}')
+    return (
+        field,
+        "FieldValueNotSupported",
+        f'Unsupported value: "{value}": supported values: {quoted}',
+    )
 
 
 def send_initial_events(query: dict[str, str]) -> bool | None:
@@ -34,83 +38,87 @@ def send_initial_events(query: dict[str, str]) -> bool | None:
 
 def validate(query: dict[str, str], *, watch: bool, watch_list: bool) -> None:
     """Raise the 422 Invalid the API server answers to these ListOptions, if any."""
-    match = query.get("resourceVersionMatch", "")
-    rv = query.get("resourceVersion", "")
-    initial = send_initial_events(query)
-    errors: list[tuple[str, str, str]] = []
-    if watch:
-        if initial is not None:
-            if match != NOT_OLDER_THAN:
-                errors.append(
-                    _forbidden(
-                        "resourceVersionMatch",
-                        f"sendInitialEvents requires setting resourceVersionMatch to {NOT_OLDER_THAN}",
-                    )
-                )
-            if not watch_list:
-                errors.append(
-                    _forbidden(
-                        "sendInitialEvents",
-                        "sendInitialEvents is forbidden for watch unless the WatchList "
-                        "feature gate is enabled",
-                    )
-                )
-            if initial and query.get("allowWatchBookmarks", "").lower() not in {"1", "true"}:
-                errors.append(
-                    _forbidden(
-                        "allowWatchBookmarks",
-                        "allowWatchBookmarks must be set to true when sendInitialEvents is true",
-                    )
-                )
-        if match:
-            if initial is None:
-                errors.append(
-                    _forbidden(
-                        "resourceVersionMatch",
-                        "resourceVersionMatch is forbidden for watch unless sendInitialEvents "
-                        "is provided",
-                    )
-                )
-            if match != NOT_OLDER_THAN:
-                errors.append(_not_supported("resourceVersionMatch", match, [NOT_OLDER_THAN]))
-            if query.get("continue"):
-                errors.append(
-                    _forbidden(
-                        "resourceVersionMatch",
-                        "resourceVersionMatch is forbidden when continue is provided",
-                    )
-                )
-    else:
-        if match:
-            if not rv:
-                errors.append(
-                    _forbidden(
-                        "resourceVersionMatch",
-                        "resourceVersionMatch is forbidden unless resourceVersion is provided",
-                    )
-                )
-            if query.get("continue"):
-                errors.append(
-                    _forbidden(
-                        "resourceVersionMatch",
-                        "resourceVersionMatch is forbidden when continue is provided",
-                    )
-                )
-            if match not in {EXACT, NOT_OLDER_THAN}:
-                errors.append(
-                    _not_supported("resourceVersionMatch", match, [EXACT, NOT_OLDER_THAN, ""])
-                )
-            if match == EXACT and rv == "0":
-                errors.append(
-                    _forbidden(
-                        "resourceVersionMatch",
-                        'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
-                    )
-                )
-        if initial is not None:
-            errors.append(_forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
+    errors = _watch_errors(query, watch_list=watch_list) if watch else _list_errors(query)
     if errors:
         raise invalid_list_options(errors)
+
+
+def _watch_errors(query: dict[str, str], *, watch_list: bool) -> list[tuple[str, str, str]]:
+    match = query.get("resourceVersionMatch", "")
+    initial = send_initial_events(query)
+    errors: list[tuple[str, str, str]] = []
+    if initial is not None:
+        if match != NOT_OLDER_THAN:
+            errors.append(
+                _forbidden(
+                    "resourceVersionMatch",
+                    "sendInitialEvents requires setting resourceVersionMatch to " + NOT_OLDER_THAN,
+                )
+            )
+        if not watch_list:
+            errors.append(
+                _forbidden(
+                    "sendInitialEvents",
+                    "sendInitialEvents is forbidden for watch unless the WatchList "
+                    "feature gate is enabled",
+                )
+            )
+        if initial and query.get("allowWatchBookmarks", "").lower() not in {"1", "true"}:
+            errors.append(
+                _forbidden(
+                    "allowWatchBookmarks",
+                    "allowWatchBookmarks must be set to true when sendInitialEvents is true",
+                )
+            )
+    if match:
+        if initial is None:
+            errors.append(
+                _forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents "
+                    "is provided",
+                )
+            )
+        if match != NOT_OLDER_THAN:
+            errors.append(_not_supported("resourceVersionMatch", match, [NOT_OLDER_THAN]))
+        if query.get("continue"):
+            errors.append(_CONTINUE_FORBIDDEN)
+    return errors
+
+
+_CONTINUE_FORBIDDEN = _forbidden(
+    "resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"
+)
+
+
+def _list_errors(query: dict[str, str]) -> list[tuple[str, str, str]]:
+    match = query.get("resourceVersionMatch", "")
+    rv = query.get("resourceVersion", "")
+    errors: list[tuple[str, str, str]] = []
+    if match:
+        if not rv:
+            errors.append(
+                _forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                )
+            )
+        if query.get("continue"):
+            errors.append(_CONTINUE_FORBIDDEN)
+        if match not in {EXACT, NOT_OLDER_THAN}:
+            errors.append(
+                _not_supported("resourceVersionMatch", match, [EXACT, NOT_OLDER_THAN, ""])
+            )
+        if match == EXACT and rv == "0":
+            errors.append(
+                _forbidden(
+                    "resourceVersionMatch",
+                    'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+                )
+            )
+    if send_initial_events(query) is not None:
+        errors.append(_forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
+    return errors
 
 
 def invalid_list_options(errors: list[tuple[str, str, str]]) -> ApiError:
