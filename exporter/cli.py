@@ -367,8 +367,8 @@ def _check_tls_flags(args: argparse.Namespace) -> None:
 
 def _serve_options(args: argparse.Namespace) -> ServeOptions:
     from exporter.serve import ServeOptions, resolve_shard, split_list  # noqa: PLC0415
-    from exporter.sources.informer import InformerSettings  # noqa: PLC0415
     from exporter.server import parse_listen_address  # noqa: PLC0415
+    from exporter.sources.informer import InformerSettings  # noqa: PLC0415
     from exporter.web.links import parse_external_url  # noqa: PLC0415
 
     if args.kubeconfig and args.snapshot:
