@@ -31,7 +31,7 @@ WATCH_LIST_OFF = (
 )
 STREAMING = (
     "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
-    "&allowWatchBookmarks=true&resourceVersion=0"
+    "&allowWatchBookmarks=true&resourceVersion=0&timeoutSeconds=5"
 )
 
 
