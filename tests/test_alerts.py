@@ -139,6 +139,7 @@ SERVICE_ALERTS = {
     "TopologyHintsOnEdge",
     "TopologyHintsZoneFallback",
     "TopologyHintsZoneOverloaded",
+    "TopologyHintsMeasuredCrossZone",
 }
 
 
@@ -237,6 +238,8 @@ def test_rules_use_only_declared_metric_families() -> None:
         families
         | {family + suffix for family in histograms for suffix in HISTOGRAM_SUFFIXES}
         | PROMETHEUS_METRICS
+        # The shipped recording rules' series (alerts/recording.py, alerts/traffic.py).
+        | {rule["record"] for rule in recording_rules()}
     )
     used: dict[str, set[str]] = {}
     for rule in alerting_rules():
@@ -254,7 +257,11 @@ def test_rules_take_job_and_overload_limit_from_the_shared_configuration() -> No
     assert generate.CONFIG.monitoring.overload_limit == OVERLOAD_LIMIT
     (overloaded,) = [r for r in alerting_rules() if r["alert"] == "TopologyHintsZoneOverloaded"]
     assert f"> {OVERLOAD_LIMIT}\n" in overloaded["expr"]
-    assert all(JOB_SELECTOR in rule["expr"] for rule in all_rules())
+    # Every rule reading the exporter's series selects its job; the traffic rules read mesh
+    # series and recorded ones.
+    for rule in all_rules():
+        reads_exporter = re.search(r"\b(topology_hints_|up\{)", rule["expr"]) is not None
+        assert (JOB_SELECTOR in rule["expr"]) == reads_exporter, rule
 
 
 def test_metric_name_extraction_sees_through_promql_syntax() -> None:
@@ -365,7 +372,7 @@ def test_recording_rules_follow_the_naming_convention_and_are_used() -> None:
     names = {rule["record"] for rule in recording_rules()}
     assert len(names) >= 4
     for name in names:
-        assert re.fullmatch(r"topology_hints:[a-z_]+:[a-z_]+", name), name
+        assert re.fullmatch(r"topology_hints:[a-z_]+:[a-z0-9_]+", name), name
         assert name in dashboards, f"{name} is on no dashboard"
 
 
