@@ -387,3 +387,24 @@ def test_optional_resources_are_the_informers_optional_watches() -> None:
     ]
     assert {spec.resource for spec in specs} == set(Resource)
     assert {spec.resource for spec in specs if not spec.required} == OPTIONAL_RESOURCES
+
+
+def test_documented_traffic_recipes_are_valid_rules(tmp_path: Path) -> None:
+    """The recording rules docs/traffic.md offers for other sources pass promtool and record
+    the one shape the shipped rules read."""
+    promtool = require_binary("promtool")
+    text = (PROJECT_ROOT / "docs" / "traffic.md").read_text(encoding="utf-8")
+    recipes = [
+        rule
+        for block in re.findall(r"```yaml\n(.*?)```", text, re.DOTALL)
+        if "record:" in block
+        for rule in yaml.safe_load(block)
+    ]
+    assert len(recipes) >= 2
+    assert {rule["record"] for rule in recipes} == {"topology_hints:service_bytes:rate5m"}
+    rules = tmp_path / "recipes.yaml"
+    rules.write_text(yaml.safe_dump({"groups": [{"name": "recipes", "rules": recipes}]}))
+    result = subprocess.run(
+        [promtool, "check", "rules", str(rules)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
