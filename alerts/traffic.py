@@ -149,7 +149,9 @@ LINKERD_SERVICE = {"namespace": "dst_namespace", "service": "dst_service"}
 # client's node (the destination controller's `zone_locality`); it does not say which zone the
 # client is in, so Linkerd's series carry no `zone`.
 LINKERD_LOCALITIES = {"local": SAME_ZONE, "remote": CROSS_ZONE, "unknown|": UNKNOWN}
-LINKERD_MATCHERS = 'direction="outbound", dst_service!=""'
+# peer="dst": the proxy's connection to the endpoint (as linkerd viz reads it), not the
+# application's connection to the proxy, which carries the same bytes.
+LINKERD_MATCHERS = 'direction="outbound", peer="dst", dst_service!=""'
 
 
 def linkerd_rules(c: MonitoringConfig) -> list[dict[str, Any]]:
