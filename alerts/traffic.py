@@ -35,6 +35,9 @@ SOURCE_SWITCHES = {ISTIO_GROUP: "istio_ztunnel_traffic", LINKERD_GROUP: "linkerd
 
 # The normalised shape every source records.
 SERVICE_BYTES = "topology_hints:service_bytes:rate5m"
+# Istio's intermediate: bytes per (Service, client zone `source_zone`, server zone
+# `destination_zone`), read by the Istio group's locality rules only.
+ZONE_PAIR_BYTES = "topology_hints:service_zone_pair_bytes:rate5m"
 SAME_ZONE, CROSS_ZONE, UNKNOWN = "same-zone", "cross-zone", "unknown"
 LOCALITIES = (SAME_ZONE, CROSS_ZONE, UNKNOWN)
 ATTRIBUTED = f'locality=~"{SAME_ZONE}|{CROSS_ZONE}"'
@@ -95,33 +98,34 @@ KNOWN_SOURCE = 'source_zone!~"|unknown"'
 
 
 def istio_rules(c: MonitoringConfig) -> list[dict[str, Any]]:
-    pair = ("destination_service_namespace", "destination_service_name")
-
-    def zones(source: str) -> str:
-        return _both(
+    # The counters are read once, into one series per (Service, client zone, server zone); the
+    # locality rules then read that small set.
+    pairs = _rename(
+        _both(
             c,
             ZTUNNEL_SENT,
             ZTUNNEL_RECEIVED,
-            f"{ZTUNNEL_MATCHERS}, {source}",
-            (*pair, "source_zone", "destination_zone"),
-        )
-
-    by_client = (
-        f'label_replace(\n  {zones(KNOWN_SOURCE)},\n  "zone", "$1", "source_zone", "(.+)"\n)'
+            ZTUNNEL_MATCHERS,
+            (*ZTUNNEL_SERVICE.values(), "source_zone", "destination_zone"),
+        ),
+        ZTUNNEL_SERVICE,
     )
-    by_server = (
-        f'label_replace(\n  {zones(KNOWN_SOURCE)},\n  "zone", "$1", "destination_zone", "(.+)"\n)'
-    )
+    keep = c.labels("namespace", "service", "source_zone", "destination_zone")
+    known = f"{ZONE_PAIR_BYTES}{{{KNOWN_SOURCE}}}"
+    by_client = f'label_replace({known}, "zone", "$1", "source_zone", "(.+)")'
+    by_server = f'label_replace({known}, "zone", "$1", "destination_zone", "(.+)")'
     # PromQL cannot compare two labels; a one-to-one match can: the pair with `zone` set from
     # the client matches the pair with `zone` set from the server exactly where they are equal.
-    # A server without a zone label is another zone (section 13).
-    rules = [
+    # A server without a zone (ztunnel's "unknown") is another zone (section 13).
+    rules: list[dict[str, Any]] = [
+        {"record": ZONE_PAIR_BYTES, "expr": f"sum by {keep} (\n  {pairs}\n)\n"}
+    ]
+    rules += [
         {
             "record": SERVICE_BYTES,
             "expr": (
                 f"sum by {c.labels('namespace', 'service', 'zone')} (\n"
-                + _rename(f"(\n{by_client}\n{operator}\n{by_server}\n)", ZTUNNEL_SERVICE)
-                + "\n)\n"
+                f"  {by_client}\n  {operator}\n  {by_server}\n)\n"
             ),
             "labels": {"locality": locality},
         }
@@ -131,9 +135,8 @@ def istio_rules(c: MonitoringConfig) -> list[dict[str, Any]]:
         {
             "record": SERVICE_BYTES,
             "expr": (
-                f"sum by {c.labels('namespace', 'service')} (\n"
-                + _rename(zones(UNKNOWN_SOURCE), ZTUNNEL_SERVICE)
-                + "\n)\n"
+                f"sum by {c.labels('namespace', 'service')} "
+                f"({ZONE_PAIR_BYTES}{{{UNKNOWN_SOURCE}}})\n"
             ),
             "labels": {"locality": UNKNOWN},
         }

@@ -269,7 +269,8 @@ def test_recorded_series_are_shipped_recording_rules() -> None:
             for name in RECORDED_NAME.findall(expr):
                 read.add(name)
                 assert re.search(rf'{re.escape(name)}\{{cluster="\$cluster"', expr), title
-    assert read == shipped == set(RECORDED)
+    # Istio's zone pairs are an intermediate the traffic rules read, not a panel.
+    assert read == shipped - {traffic.ZONE_PAIR_BYTES} == set(RECORDED) - {traffic.ZONE_PAIR_BYTES}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_FILES))
