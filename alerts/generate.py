@@ -25,6 +25,15 @@ import yaml
 
 from alerts.recording import GROUP as RECORDING_GROUP
 from alerts.recording import recording_rules
+from alerts.traffic import (
+    CROSS_ZONE_GROUP,
+    EXPECTED_SHARE,
+    ISTIO_GROUP,
+    LINKERD_GROUP,
+    MEASURED_SHARE,
+    attributed_bytes,
+    traffic_groups,
+)
 from exporter.metrics import families as f
 from exporter.metrics.monitoring import (
     ENTRY_IDENTITY,
@@ -67,6 +76,8 @@ class Config:
             # RBAC changes are slow and the exporter retries a 403 every 5 minutes.
             "TopologyHintsExporterOptionalWatchDown": "15m",
             "TopologyHintsExporterDown": "5m",
+            # Long enough that a burst or a rollout's reconnections do not decide it.
+            "TopologyHintsMeasuredCrossZone": "30m",
         }
     )
     # The PrometheusRule object. Its labels must match your Prometheus's `ruleSelector`
@@ -198,11 +209,12 @@ def entry_conditions(config: Config) -> dict[str, str]:
     }
 
 
-def deferrals(config: Config, names: tuple[str, ...]) -> str:
-    """`unless` clauses that hold an alert back while any of these alerts' conditions hold."""
+def deferrals(config: Config, names: tuple[str, ...], identity: tuple[str, ...] = SERVICE) -> str:
+    """`unless` clauses that hold an alert back while any of these alerts' conditions hold
+    (for any of the entries sharing `identity`)."""
     conditions = entry_conditions(config)
     return "".join(
-        f"\n  unless on {labels(config, *SERVICE)} (\n    "
+        f"\n  unless on {labels(config, *identity)} (\n    "
         + conditions[other].replace("\n", "\n  ")
         + "\n  )"
         for other in names
@@ -522,6 +534,43 @@ def exporter_rules(config: Config) -> list[dict[str, Any]]:
     ]
 
 
+def measured_rules(config: Config) -> list[dict[str, Any]]:
+    """Measured traffic against the expected share (alerts/traffic.py, docs/traffic.md)."""
+    c = config
+    m = c.monitoring
+    service = labels(c, *SERVICE_IDENTITY)
+    expected = (
+        f"printf `{EXPECTED_SHARE}{{{m.cluster_label}=%q, namespace=%q, service=%q, "
+        f'scenario="effective"}}` $labels.{m.cluster_label} $labels.namespace $labels.service'
+    )
+    return [
+        alert(
+            c,
+            "TopologyHintsMeasuredCrossZone",
+            f"""
+{aggregate(c, "max", *SERVICE_IDENTITY)} (
+  {MEASURED_SHARE}
+  > on {service}
+  ({EXPECTED_SHARE}{{scenario="effective"}} + {m.measured_cross_zone_margin})
+  and on {service}
+  {attributed_bytes(m)} >= {m.measured_min_bytes_per_second}{
+                deferrals(c, ENTRY_PRECEDENCE, SERVICE_IDENTITY)
+            }
+)
+""",
+            "warning",
+            "A Service's measured cross-zone traffic is far above what its routing should give.",
+            "{{ $value | humanizePercentage }} of the bytes of Service {{ $labels.namespace }}/"
+            "{{ $labels.service }} cross zones, measured by the mesh, against "
+            f"{{{{ with {expected} | query }}}}{{{{ . | first | value | humanizePercentage }}}}"
+            "{{ else }}an unknown share{{ end }} expected from its routing, for more than "
+            f"{c.for_durations['TopologyHintsMeasuredCrossZone']}: the data plane is not the one "
+            "--dataplane names, socket-level load balancing bypasses kube-proxy, or the "
+            "clients are not spread like CPU.",
+        ),
+    ]
+
+
 def groups(config: Config) -> list[dict[str, Any]]:
     return [
         {
@@ -541,9 +590,18 @@ def groups(config: Config) -> list[dict[str, Any]]:
             "name": "topology-hints-configuration",
             "rules": linked_to_services(config, configuration_rules(config)),
         },
+        {
+            "name": "topology-hints-traffic",
+            "rules": linked_to_services(config, measured_rules(config)),
+        },
         {"name": "topology-hints-exporter", "rules": exporter_rules(config)},
         {"name": RECORDING_GROUP, "rules": recording_rules(config.monitoring)},
+        *traffic_groups(config.monitoring),
     ]
+
+
+# The recording groups (the mixin's prometheusRules): the dashboards' and the traffic ones.
+RECORDING_GROUPS = (RECORDING_GROUP, ISTIO_GROUP, LINKERD_GROUP, CROSS_ZONE_GROUP)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from alerts.recording import (
     ENTRIES_BY_EXPECTED_STATE,
     SERVICES_BY_MECHANISM,
 )
+from dashboards import crosszone
 from dashboards.panels import (
     NAMESPACES,
     OVERVIEW_UID,
@@ -474,6 +475,7 @@ def overview(c: MonitoringConfig) -> dashboard_builders.Dashboard:
     _services_row(dash, c)
     _needs_attention_row(dash, c)
     _routing_row(dash, c)
+    crosszone.overview_row(dash, c)
     _what_if_row(dash, c)
     _exporter_row(dash, c)
     return dash

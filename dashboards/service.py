@@ -7,6 +7,7 @@ from grafana_foundation_sdk.builders import dashboard as dashboard_builders
 from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as models
 
+from dashboards import crosszone
 from dashboards.panels import (
     NAMESPACE,
     PROXY_MODE_CODES,
@@ -331,5 +332,6 @@ def service(c: MonitoringConfig) -> dashboard_builders.Dashboard:
     _state_row(dash, c)
     _zones_row(dash, c)
     _routing_row(dash, c)
+    crosszone.service_row(dash, c)
     _changes_row(dash, c)
     return dash

@@ -9,6 +9,10 @@
     "runbookURLPattern": "https://github.com/topology-hints-exporter/topology-hints-exporter/blob/main/docs/runbooks.md#%s",
     "overloadLimit": 1.2,
     "flapWindow": "1h",
-    "flapThreshold": 3
+    "flapThreshold": 3,
+    "istioZtunnelTraffic": true,
+    "linkerdTraffic": true,
+    "measuredCrossZoneMargin": 0.25,
+    "measuredMinBytesPerSecond": 10240
   },
 }

@@ -1029,6 +1029,273 @@
           },
           "id": 20,
           "panels": [],
+          "title": "Cross-zone traffic",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "What the avoidable cross-zone bytes of the selected namespaces cost per day at today's rate: bytes x (effective - floor) x price (expected) and bytes x (measured - floor) x price (measured). In the currency of --cross-zone-price-per-gib; empty without it.",
+          "fieldConfig": {
+            "defaults": {
+              "thresholds": {
+                "mode": "absolute",
+                "steps": [
+                  {
+                    "color": "text",
+                    "value": null,
+                  },
+                ],
+              },
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 6,
+            "x": 0,
+            "y": 61,
+          },
+          "id": 21,
+          "options": {
+            "colorMode": "value",
+            "graphMode": "none",
+            "justifyMode": "auto",
+            "orientation": "auto",
+            "percentChangeColorMode": "standard",
+            "reduceOptions": {
+              "calcs": [
+                "lastNotNull",
+              ],
+            },
+            "showPercentChange": false,
+            "textMode": "auto",
+            "wideLayout": true,
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (basis) (topology_hints:service_avoidable_cross_zone_cost:per_day{" + $._config.clusterLabel + "=\"$cluster\", namespace=~\"$namespace\"})",
+              "instant": false,
+              "legendFormat": "{{basis}}",
+              "range": true,
+              "refId": "A",
+            },
+          ],
+          "title": "Avoidable cross-zone cost per day",
+          "transparent": false,
+          "type": "stat",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Bytes per day that cross zones although an endpoint runs in the client's zone, at today's rate, by basis (expected: the model's share; measured: the mesh's).",
+          "fieldConfig": {
+            "defaults": {
+              "thresholds": {
+                "mode": "absolute",
+                "steps": [
+                  {
+                    "color": "text",
+                    "value": null,
+                  },
+                ],
+              },
+              "unit": "bytes",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 6,
+            "x": 6,
+            "y": 61,
+          },
+          "id": 22,
+          "options": {
+            "colorMode": "value",
+            "graphMode": "none",
+            "justifyMode": "auto",
+            "orientation": "auto",
+            "percentChangeColorMode": "standard",
+            "reduceOptions": {
+              "calcs": [
+                "lastNotNull",
+              ],
+            },
+            "showPercentChange": false,
+            "textMode": "auto",
+            "wideLayout": true,
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (basis) (topology_hints:service_avoidable_cross_zone_bytes:per_day{" + $._config.clusterLabel + "=\"$cluster\", namespace=~\"$namespace\"})",
+              "instant": false,
+              "legendFormat": "{{basis}}",
+              "range": true,
+              "refId": "A",
+            },
+          ],
+          "title": "Avoidable cross-zone bytes per day",
+          "transparent": false,
+          "type": "stat",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "The 10 Services whose avoidable cross-zone bytes cost most per day, per basis. In the currency of --cross-zone-price-per-gib; empty without it. Click a row to drill down.",
+          "fieldConfig": {
+            "defaults": {
+              "links": [
+                {
+                  "asDropdown": false,
+                  "icon": "",
+                  "includeVars": false,
+                  "keepTime": false,
+                  "tags": [],
+                  "targetBlank": false,
+                  "title": "Open the Service drill-down",
+                  "tooltip": "",
+                  "type": "link",
+                  "url": "/d/topology-hints-service/topology-hints-service?${datasource:queryparam}&${cluster:queryparam}&var-namespace=${__data.fields.namespace}&var-service=${__data.fields.service}&${__url_time_range}",
+                },
+              ],
+              "noValue": "none",
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12,
+            "y": 61,
+          },
+          "id": 23,
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "topk(10, max by (namespace, service, basis) (topology_hints:service_avoidable_cross_zone_cost:per_day{" + $._config.clusterLabel + "=\"$cluster\", namespace=~\"$namespace\"}))",
+              "format": "table",
+              "instant": true,
+              "legendFormat": "__auto",
+              "range": false,
+              "refId": "A",
+            },
+          ],
+          "title": "Top Services by avoidable cost",
+          "transformations": [
+            {
+              "id": "organize",
+              "options": {
+                "excludeByName": {
+                  "Time": true,
+                },
+                "renameByName": {
+                  "Value": "cost per day",
+                },
+              },
+            },
+          ],
+          "transparent": false,
+          "type": "table",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Per Service, the share of its bytes that crosses zones: expected with today's routing (effective) and with none avoidable (floor), and measured. Expected: the exporter's model (clients weighted by allocatable CPU, spread evenly over the endpoints their routing gives them); measured: the mesh's byte counters (docs/traffic.md). Click a row to drill down.",
+          "fieldConfig": {
+            "defaults": {
+              "links": [
+                {
+                  "asDropdown": false,
+                  "icon": "",
+                  "includeVars": false,
+                  "keepTime": false,
+                  "tags": [],
+                  "targetBlank": false,
+                  "title": "Open the Service drill-down",
+                  "tooltip": "",
+                  "type": "link",
+                  "url": "/d/topology-hints-service/topology-hints-service?${datasource:queryparam}&${cluster:queryparam}&var-namespace=${__data.fields.namespace}&var-service=${__data.fields.service}&${__url_time_range}",
+                },
+              ],
+              "noValue": "none",
+              "unit": "percentunit",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 24,
+            "x": 0,
+            "y": 69,
+          },
+          "id": 24,
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "max by (namespace, service, scenario) (topology_hints:service_cross_zone_ratio:max{" + $._config.clusterLabel + "=\"$cluster\", namespace=~\"$namespace\"})\nor\nlabel_replace(max by (namespace, service) (topology_hints:service_cross_zone_bytes:ratio_rate5m{" + $._config.clusterLabel + "=\"$cluster\", namespace=~\"$namespace\"}), \"scenario\", \"measured\", \"\", \"\")",
+              "format": "table",
+              "instant": true,
+              "legendFormat": "__auto",
+              "range": false,
+              "refId": "A",
+            },
+          ],
+          "title": "Cross-zone share: expected and measured",
+          "transformations": [
+            {
+              "id": "organize",
+              "options": {
+                "excludeByName": {
+                  "Time": true,
+                },
+                "renameByName": {
+                  "Value": "cross-zone share",
+                },
+              },
+            },
+          ],
+          "transparent": false,
+          "type": "table",
+        },
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 77,
+          },
+          "id": 25,
+          "panels": [],
           "title": "What if",
           "type": "row",
         },
@@ -1061,9 +1328,9 @@
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 61,
+            "y": 78,
           },
-          "id": 21,
+          "id": 26,
           "options": {
             "colorMode": "background",
             "graphMode": "none",
@@ -1128,9 +1395,9 @@
             "h": 8,
             "w": 16,
             "x": 8,
-            "y": 61,
+            "y": 78,
           },
-          "id": 22,
+          "id": 27,
           "repeatDirection": "h",
           "targets": [
             {
@@ -1194,9 +1461,9 @@
             "h": 8,
             "w": 24,
             "x": 0,
-            "y": 69,
+            "y": 86,
           },
-          "id": 23,
+          "id": 28,
           "repeatDirection": "h",
           "targets": [
             {
@@ -1235,9 +1502,9 @@
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 77,
+            "y": 94,
           },
-          "id": 24,
+          "id": 29,
           "panels": [],
           "title": "Exporter",
           "type": "row",
@@ -1275,9 +1542,9 @@
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 78,
+            "y": 95,
           },
-          "id": 25,
+          "id": 30,
           "options": {
             "alignValue": "left",
             "legend": {
@@ -1346,9 +1613,9 @@
             "h": 8,
             "w": 4,
             "x": 8,
-            "y": 78,
+            "y": 95,
           },
-          "id": 26,
+          "id": 31,
           "options": {
             "colorMode": "background",
             "graphMode": "none",
@@ -1398,9 +1665,9 @@
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 78,
+            "y": 95,
           },
-          "id": 27,
+          "id": 32,
           "options": {
             "legend": {
               "calcs": [
@@ -1476,9 +1743,9 @@
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 86,
+            "y": 103,
           },
-          "id": 28,
+          "id": 33,
           "options": {
             "legend": {
               "calcs": [
@@ -1528,9 +1795,9 @@
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 86,
+            "y": 103,
           },
-          "id": 29,
+          "id": 34,
           "options": {
             "legend": {
               "calcs": [
@@ -1584,9 +1851,9 @@
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 86,
+            "y": 103,
           },
-          "id": 30,
+          "id": 35,
           "options": {
             "legend": {
               "calcs": [
@@ -1640,9 +1907,9 @@
             "h": 8,
             "w": 16,
             "x": 0,
-            "y": 94,
+            "y": 111,
           },
-          "id": 31,
+          "id": 36,
           "options": {
             "legend": {
               "calcs": [
@@ -1701,9 +1968,9 @@
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 94,
+            "y": 111,
           },
-          "id": 32,
+          "id": 37,
           "options": {
             "colorMode": "value",
             "graphMode": "none",
@@ -2677,6 +2944,499 @@
           },
           "id": 16,
           "panels": [],
+          "title": "Cross-zone traffic",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Share of the Service's bytes that crosses zones. Expected: the exporter's model (clients weighted by allocatable CPU, spread evenly over the endpoints their routing gives them); measured: the mesh's byte counters (docs/traffic.md). Measured far above effective is TopologyHintsMeasuredCrossZone (docs/runbooks.md).",
+          "fieldConfig": {
+            "defaults": {
+              "unit": "percentunit",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 43,
+          },
+          "id": 17,
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "multi",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "max by (scenario) (topology_hints:service_cross_zone_ratio:max{" + $._config.clusterLabel + "=\"$cluster\", namespace=\"$namespace\", service=\"$service\"})",
+              "instant": false,
+              "legendFormat": "expected {{scenario}}",
+              "range": true,
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "max(topology_hints:service_cross_zone_bytes:ratio_rate5m{" + $._config.clusterLabel + "=\"$cluster\", namespace=\"$namespace\", service=\"$service\"})",
+              "instant": false,
+              "legendFormat": "measured",
+              "range": true,
+              "refId": "B",
+            },
+          ],
+          "title": "Cross-zone share: expected vs measured",
+          "transparent": false,
+          "type": "timeseries",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Expected (effective) and measured cross-zone share of the clients of each zone. Only Istio ambient knows the client's zone (docs/traffic.md).",
+          "fieldConfig": {
+            "defaults": {
+              "unit": "percentunit",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12,
+            "y": 43,
+          },
+          "id": 18,
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "multi",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "max by (zone) (topology_hints:service_zone_cross_zone_ratio:max{" + $._config.clusterLabel + "=\"$cluster\", namespace=\"$namespace\", service=\"$service\"})",
+              "instant": false,
+              "legendFormat": "expected {{zone}}",
+              "range": true,
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "max by (zone) (topology_hints:service_zone_cross_zone_bytes:ratio_rate5m{" + $._config.clusterLabel + "=\"$cluster\", namespace=\"$namespace\", service=\"$service\"})",
+              "instant": false,
+              "legendFormat": "measured {{zone}}",
+              "range": true,
+              "refId": "B",
+            },
+          ],
+          "title": "Cross-zone share per client zone",
+          "transparent": false,
+          "type": "timeseries",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "The Service's bytes per second (both directions) from clients in the same zone, another zone, or an unknown one (clients outside the mesh: never in a share).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 30,
+                "stacking": {
+                  "mode": "normal",
+                },
+              },
+              "unit": "Bps",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 51,
+          },
+          "id": 19,
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "multi",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (locality) (topology_hints:service_bytes:rate5m{" + $._config.clusterLabel + "=\"$cluster\", namespace=\"$namespace\", service=\"$service\"})",
+              "instant": false,
+              "legendFormat": "{{locality}}",
+              "range": true,
+              "refId": "A",
+            },
+          ],
+          "title": "Bytes by locality",
+          "transparent": false,
+          "type": "timeseries",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Bytes per second that cross zones although an endpoint runs in the client's zone: bytes x (effective - floor) (expected) or bytes x (measured - floor) (measured).",
+          "fieldConfig": {
+            "defaults": {
+              "unit": "Bps",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12,
+            "y": 51,
+          },
+          "id": 20,
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "multi",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "max by (basis) (topology_hints:service_avoidable_cross_zone_bytes:rate5m{" + $._config.clusterLabel + "=\"$cluster\", namespace=\"$namespace\", service=\"$service\"})",
+              "instant": false,
+              "legendFormat": "{{basis}}",
+              "range": true,
+              "refId": "A",
+            },
+          ],
+          "title": "Avoidable cross-zone bytes",
+          "transparent": false,
+          "type": "timeseries",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "At today's rate, by basis (expected: effective - floor; measured: measured - floor).",
+          "fieldConfig": {
+            "defaults": {
+              "thresholds": {
+                "mode": "absolute",
+                "steps": [
+                  {
+                    "color": "text",
+                    "value": null,
+                  },
+                ],
+              },
+              "unit": "bytes",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 5,
+            "w": 6,
+            "x": 0,
+            "y": 59,
+          },
+          "id": 21,
+          "options": {
+            "colorMode": "value",
+            "graphMode": "none",
+            "justifyMode": "auto",
+            "orientation": "auto",
+            "percentChangeColorMode": "standard",
+            "reduceOptions": {
+              "calcs": [
+                "lastNotNull",
+              ],
+            },
+            "showPercentChange": false,
+            "textMode": "auto",
+            "wideLayout": true,
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "max by (basis) (topology_hints:service_avoidable_cross_zone_bytes:per_hour{" + $._config.clusterLabel + "=\"$cluster\", namespace=\"$namespace\", service=\"$service\"})",
+              "instant": false,
+              "legendFormat": "{{basis}}",
+              "range": true,
+              "refId": "A",
+            },
+          ],
+          "title": "Avoidable bytes per hour",
+          "transparent": false,
+          "type": "stat",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "At today's rate, by basis (expected: effective - floor; measured: measured - floor).",
+          "fieldConfig": {
+            "defaults": {
+              "thresholds": {
+                "mode": "absolute",
+                "steps": [
+                  {
+                    "color": "text",
+                    "value": null,
+                  },
+                ],
+              },
+              "unit": "bytes",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 5,
+            "w": 6,
+            "x": 6,
+            "y": 59,
+          },
+          "id": 22,
+          "options": {
+            "colorMode": "value",
+            "graphMode": "none",
+            "justifyMode": "auto",
+            "orientation": "auto",
+            "percentChangeColorMode": "standard",
+            "reduceOptions": {
+              "calcs": [
+                "lastNotNull",
+              ],
+            },
+            "showPercentChange": false,
+            "textMode": "auto",
+            "wideLayout": true,
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "max by (basis) (topology_hints:service_avoidable_cross_zone_bytes:per_day{" + $._config.clusterLabel + "=\"$cluster\", namespace=\"$namespace\", service=\"$service\"})",
+              "instant": false,
+              "legendFormat": "{{basis}}",
+              "range": true,
+              "refId": "A",
+            },
+          ],
+          "title": "Avoidable bytes per day",
+          "transparent": false,
+          "type": "stat",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "At today's rate, by basis (expected: effective - floor; measured: measured - floor). In the currency of --cross-zone-price-per-gib; empty without it.",
+          "fieldConfig": {
+            "defaults": {
+              "thresholds": {
+                "mode": "absolute",
+                "steps": [
+                  {
+                    "color": "text",
+                    "value": null,
+                  },
+                ],
+              },
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 5,
+            "w": 6,
+            "x": 12,
+            "y": 59,
+          },
+          "id": 23,
+          "options": {
+            "colorMode": "value",
+            "graphMode": "none",
+            "justifyMode": "auto",
+            "orientation": "auto",
+            "percentChangeColorMode": "standard",
+            "reduceOptions": {
+              "calcs": [
+                "lastNotNull",
+              ],
+            },
+            "showPercentChange": false,
+            "textMode": "auto",
+            "wideLayout": true,
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "max by (basis) (topology_hints:service_avoidable_cross_zone_cost:per_hour{" + $._config.clusterLabel + "=\"$cluster\", namespace=\"$namespace\", service=\"$service\"})",
+              "instant": false,
+              "legendFormat": "{{basis}}",
+              "range": true,
+              "refId": "A",
+            },
+          ],
+          "title": "Avoidable cost per hour",
+          "transparent": false,
+          "type": "stat",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "At today's rate, by basis (expected: effective - floor; measured: measured - floor). In the currency of --cross-zone-price-per-gib; empty without it.",
+          "fieldConfig": {
+            "defaults": {
+              "thresholds": {
+                "mode": "absolute",
+                "steps": [
+                  {
+                    "color": "text",
+                    "value": null,
+                  },
+                ],
+              },
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 5,
+            "w": 6,
+            "x": 18,
+            "y": 59,
+          },
+          "id": 24,
+          "options": {
+            "colorMode": "value",
+            "graphMode": "none",
+            "justifyMode": "auto",
+            "orientation": "auto",
+            "percentChangeColorMode": "standard",
+            "reduceOptions": {
+              "calcs": [
+                "lastNotNull",
+              ],
+            },
+            "showPercentChange": false,
+            "textMode": "auto",
+            "wideLayout": true,
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "max by (basis) (topology_hints:service_avoidable_cross_zone_cost:per_day{" + $._config.clusterLabel + "=\"$cluster\", namespace=\"$namespace\", service=\"$service\"})",
+              "instant": false,
+              "legendFormat": "{{basis}}",
+              "range": true,
+              "refId": "A",
+            },
+          ],
+          "title": "Avoidable cost per day",
+          "transparent": false,
+          "type": "stat",
+        },
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 64,
+          },
+          "id": 25,
+          "panels": [],
           "title": "Changes",
           "type": "row",
         },
@@ -2708,9 +3468,9 @@
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 43,
+            "y": 65,
           },
-          "id": 17,
+          "id": 26,
           "options": {
             "alignValue": "left",
             "legend": {
@@ -2766,9 +3526,9 @@
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 43,
+            "y": 65,
           },
-          "id": 18,
+          "id": 27,
           "options": {
             "legend": {
               "calcs": [
@@ -2819,9 +3579,9 @@
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 43,
+            "y": 65,
           },
-          "id": 19,
+          "id": 28,
           "repeatDirection": "h",
           "targets": [
             {

@@ -33,6 +33,99 @@
           },
         ],
       },
+    ] + (if $._config.istioZtunnelTraffic then [
+      {
+        "name": "topology-hints-traffic-istio",
+        "rules": [
+          {
+            "record": "topology_hints:service_zone_pair_bytes:rate5m",
+            "expr": "sum by (" + $._config.clusterLabel + ", namespace, service, source_zone, destination_zone) (\n  label_replace(label_replace(sum by (" + $._config.clusterLabel + ", destination_service_namespace, destination_service_name, source_zone, destination_zone) (\n    label_replace(rate(istio_tcp_sent_bytes_total{reporter=\"destination\", destination_service_name!~\"|unknown\"}[5m]), \"counter\", \"sent\", \"\", \"\")\n  or\n    label_replace(rate(istio_tcp_received_bytes_total{reporter=\"destination\", destination_service_name!~\"|unknown\"}[5m]), \"counter\", \"received\", \"\", \"\")\n  ), \"namespace\", \"$1\", \"destination_service_namespace\", \"(.*)\"), \"service\", \"$1\", \"destination_service_name\", \"(.*)\")\n)\n",
+          },
+          {
+            "record": "topology_hints:service_bytes:rate5m",
+            "expr": "sum by (" + $._config.clusterLabel + ", namespace, service, zone) (\n  label_replace(topology_hints:service_zone_pair_bytes:rate5m{source_zone!~\"|unknown\"}, \"zone\", \"$1\", \"source_zone\", \"(.+)\")\n  and\n  label_replace(topology_hints:service_zone_pair_bytes:rate5m{source_zone!~\"|unknown\"}, \"zone\", \"$1\", \"destination_zone\", \"(.+)\")\n)\n",
+            "labels": {
+              "locality": "same-zone",
+            },
+          },
+          {
+            "record": "topology_hints:service_bytes:rate5m",
+            "expr": "sum by (" + $._config.clusterLabel + ", namespace, service, zone) (\n  label_replace(topology_hints:service_zone_pair_bytes:rate5m{source_zone!~\"|unknown\"}, \"zone\", \"$1\", \"source_zone\", \"(.+)\")\n  unless\n  label_replace(topology_hints:service_zone_pair_bytes:rate5m{source_zone!~\"|unknown\"}, \"zone\", \"$1\", \"destination_zone\", \"(.+)\")\n)\n",
+            "labels": {
+              "locality": "cross-zone",
+            },
+          },
+          {
+            "record": "topology_hints:service_bytes:rate5m",
+            "expr": "sum by (" + $._config.clusterLabel + ", namespace, service) (topology_hints:service_zone_pair_bytes:rate5m{source_zone=~\"|unknown\"})\n",
+            "labels": {
+              "locality": "unknown",
+            },
+          },
+        ],
+      },
+    ] else []) + (if $._config.linkerdTraffic then [
+      {
+        "name": "topology-hints-traffic-linkerd",
+        "rules": [
+          {
+            "record": "topology_hints:service_bytes:rate5m",
+            "expr": "sum by (" + $._config.clusterLabel + ", namespace, service, locality) (\nlabel_replace(label_replace(label_replace(\n  label_replace(\n  label_replace(\n  sum by (" + $._config.clusterLabel + ", dst_namespace, dst_service, dst_zone_locality) (\n    label_replace(rate(tcp_write_bytes_total{direction=\"outbound\", peer=\"dst\", dst_service!=\"\"}[5m]), \"counter\", \"sent\", \"\", \"\")\n  or\n    label_replace(rate(tcp_read_bytes_total{direction=\"outbound\", peer=\"dst\", dst_service!=\"\"}[5m]), \"counter\", \"received\", \"\", \"\")\n  ),\n  \"locality\", \"same-zone\", \"dst_zone_locality\", \"local\"\n),\n  \"locality\", \"cross-zone\", \"dst_zone_locality\", \"remote\"\n),\n  \"locality\", \"unknown\", \"dst_zone_locality\", \"unknown|\"\n), \"namespace\", \"$1\", \"dst_namespace\", \"(.*)\"), \"service\", \"$1\", \"dst_service\", \"(.*)\")\n)\n",
+          },
+        ],
+      },
+    ] else []) + [
+      {
+        "name": "topology-hints-cross-zone",
+        "rules": [
+          {
+            "record": "topology_hints:service_cross_zone_bytes:ratio_rate5m",
+            "expr": "(\n  sum by (" + $._config.clusterLabel + ", namespace, service) (topology_hints:service_bytes:rate5m{locality=\"cross-zone\"})\n  or\n  0 * sum by (" + $._config.clusterLabel + ", namespace, service) (topology_hints:service_bytes:rate5m{locality=\"same-zone\"})\n)\n/\n(sum by (" + $._config.clusterLabel + ", namespace, service) (topology_hints:service_bytes:rate5m{locality=~\"same-zone|cross-zone\"}) > 0)\n",
+          },
+          {
+            "record": "topology_hints:service_zone_cross_zone_bytes:ratio_rate5m",
+            "expr": "(\n  sum by (" + $._config.clusterLabel + ", namespace, service, zone) (topology_hints:service_bytes:rate5m{locality=\"cross-zone\", zone!=\"\"})\n  or\n  0 * sum by (" + $._config.clusterLabel + ", namespace, service, zone) (topology_hints:service_bytes:rate5m{locality=\"same-zone\", zone!=\"\"})\n)\n/\n(sum by (" + $._config.clusterLabel + ", namespace, service, zone) (topology_hints:service_bytes:rate5m{locality=~\"same-zone|cross-zone\", zone!=\"\"}) > 0)\n",
+          },
+          {
+            "record": "topology_hints:service_cross_zone_ratio:max",
+            "expr": "max by (" + $._config.clusterLabel + ", namespace, service, scenario) (topology_hints_service_cross_zone_ratio{" + $._config.topologyHintsExporterSelector + "})\n",
+          },
+          {
+            "record": "topology_hints:service_zone_cross_zone_ratio:max",
+            "expr": "max by (" + $._config.clusterLabel + ", namespace, service, zone) (topology_hints_service_zone_cross_zone_ratio{" + $._config.topologyHintsExporterSelector + "})\n",
+          },
+          {
+            "record": "topology_hints:service_avoidable_cross_zone_bytes:rate5m",
+            "expr": "sum by (" + $._config.clusterLabel + ", namespace, service) (topology_hints:service_bytes:rate5m{locality=~\"same-zone|cross-zone\"})\n* on (" + $._config.clusterLabel + ", namespace, service)\n(\n  topology_hints:service_cross_zone_ratio:max{scenario=\"effective\"}\n  - ignoring (scenario)\n  topology_hints:service_cross_zone_ratio:max{scenario=\"floor\"}\n)\n",
+            "labels": {
+              "basis": "expected",
+            },
+          },
+          {
+            "record": "topology_hints:service_avoidable_cross_zone_bytes:rate5m",
+            "expr": "sum by (" + $._config.clusterLabel + ", namespace, service) (topology_hints:service_bytes:rate5m{locality=~\"same-zone|cross-zone\"})\n* on (" + $._config.clusterLabel + ", namespace, service)\nclamp_min(\n  topology_hints:service_cross_zone_bytes:ratio_rate5m\n  - on (" + $._config.clusterLabel + ", namespace, service)\n  topology_hints:service_cross_zone_ratio:max{scenario=\"floor\"},\n  0\n)\n",
+            "labels": {
+              "basis": "measured",
+            },
+          },
+          {
+            "record": "topology_hints:service_avoidable_cross_zone_bytes:per_hour",
+            "expr": "topology_hints:service_avoidable_cross_zone_bytes:rate5m * 3600\n",
+          },
+          {
+            "record": "topology_hints:service_avoidable_cross_zone_cost:per_hour",
+            "expr": "topology_hints:service_avoidable_cross_zone_bytes:rate5m * 3600 / 1073741824\n* on (" + $._config.clusterLabel + ") group_left ()\nmax by (" + $._config.clusterLabel + ") (topology_hints_cross_zone_price_per_gib{" + $._config.topologyHintsExporterSelector + "})\n",
+          },
+          {
+            "record": "topology_hints:service_avoidable_cross_zone_bytes:per_day",
+            "expr": "topology_hints:service_avoidable_cross_zone_bytes:rate5m * 86400\n",
+          },
+          {
+            "record": "topology_hints:service_avoidable_cross_zone_cost:per_day",
+            "expr": "topology_hints:service_avoidable_cross_zone_bytes:rate5m * 86400 / 1073741824\n* on (" + $._config.clusterLabel + ") group_left ()\nmax by (" + $._config.clusterLabel + ") (topology_hints_cross_zone_price_per_gib{" + $._config.topologyHintsExporterSelector + "})\n",
+          },
+        ],
+      },
     ],
   },
 }

@@ -139,6 +139,7 @@ SERVICE_ALERTS = {
     "TopologyHintsOnEdge",
     "TopologyHintsZoneFallback",
     "TopologyHintsZoneOverloaded",
+    "TopologyHintsMeasuredCrossZone",
 }
 
 
@@ -237,6 +238,8 @@ def test_rules_use_only_declared_metric_families() -> None:
         families
         | {family + suffix for family in histograms for suffix in HISTOGRAM_SUFFIXES}
         | PROMETHEUS_METRICS
+        # The shipped recording rules' series (alerts/recording.py, alerts/traffic.py).
+        | {rule["record"] for rule in recording_rules()}
     )
     used: dict[str, set[str]] = {}
     for rule in alerting_rules():
@@ -254,7 +257,11 @@ def test_rules_take_job_and_overload_limit_from_the_shared_configuration() -> No
     assert generate.CONFIG.monitoring.overload_limit == OVERLOAD_LIMIT
     (overloaded,) = [r for r in alerting_rules() if r["alert"] == "TopologyHintsZoneOverloaded"]
     assert f"> {OVERLOAD_LIMIT}\n" in overloaded["expr"]
-    assert all(JOB_SELECTOR in rule["expr"] for rule in all_rules())
+    # Every rule reading the exporter's series selects its job; the traffic rules read mesh
+    # series and recorded ones.
+    for rule in all_rules():
+        reads_exporter = re.search(r"\b(topology_hints_|up\{)", rule["expr"]) is not None
+        assert (JOB_SELECTOR in rule["expr"]) == reads_exporter, rule
 
 
 def test_metric_name_extraction_sees_through_promql_syntax() -> None:
@@ -358,15 +365,18 @@ def test_the_optional_watch_is_only_a_warning() -> None:
 
 
 def test_recording_rules_follow_the_naming_convention_and_are_used() -> None:
-    """Recording rules are `topology_hints:<what>:<operation>` and each feeds a dashboard."""
+    """Recording rules are `topology_hints:<what>:<operation>` and each feeds a dashboard or
+    another recording rule."""
     dashboards = "".join(
         path.read_text(encoding="utf-8") for path in (PROJECT_ROOT / "dashboards").glob("*.json")
     )
     names = {rule["record"] for rule in recording_rules()}
     assert len(names) >= 4
     for name in names:
-        assert re.fullmatch(r"topology_hints:[a-z_]+:[a-z_]+", name), name
-        assert name in dashboards, f"{name} is on no dashboard"
+        assert re.fullmatch(r"topology_hints:[a-z_]+:[a-z0-9_]+", name), name
+        # Or an intermediate another recording rule reads (Istio's zone pairs).
+        feeds = [rule["record"] for rule in recording_rules() if name in rule["expr"]]
+        assert name in dashboards or feeds, f"{name} is on no dashboard and feeds no rule"
 
 
 def test_optional_resources_are_the_informers_optional_watches() -> None:
@@ -380,3 +390,24 @@ def test_optional_resources_are_the_informers_optional_watches() -> None:
     ]
     assert {spec.resource for spec in specs} == set(Resource)
     assert {spec.resource for spec in specs if not spec.required} == OPTIONAL_RESOURCES
+
+
+def test_documented_traffic_recipes_are_valid_rules(tmp_path: Path) -> None:
+    """The recording rules docs/traffic.md offers for other sources pass promtool and record
+    the one shape the shipped rules read."""
+    promtool = require_binary("promtool")
+    text = (PROJECT_ROOT / "docs" / "traffic.md").read_text(encoding="utf-8")
+    recipes = [
+        rule
+        for block in re.findall(r"```yaml\n(.*?)```", text, re.DOTALL)
+        if "record:" in block
+        for rule in yaml.safe_load(block)
+    ]
+    assert len(recipes) >= 2
+    assert {rule["record"] for rule in recipes} == {"topology_hints:service_bytes:rate5m"}
+    rules = tmp_path / "recipes.yaml"
+    rules.write_text(yaml.safe_dump({"groups": [{"name": "recipes", "rules": recipes}]}))
+    result = subprocess.run(
+        [promtool, "check", "rules", str(rules)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

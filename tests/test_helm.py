@@ -358,6 +358,26 @@ def test_prometheus_rule_equals_the_generated_alerts() -> None:
     assert "PrometheusRule" not in {doc["kind"] for doc in render_chart({})}
 
 
+def test_prometheus_rule_leaves_out_the_excluded_groups() -> None:
+    """prometheusRule.excludeGroups drops a traffic source's recording group by name and keeps
+    every other group in order (docs/traffic.md)."""
+    values = {
+        **VALUE_SETS["monitoring"],
+        "prometheusRule": {"enabled": True, "excludeGroups": ["topology-hints-traffic-linkerd"]},
+    }
+    names = [
+        group["name"] for group in only(render_chart(values), "PrometheusRule")["spec"]["groups"]
+    ]
+    expected = [
+        group["name"]
+        for path in RULE_FILES
+        for group in yaml.safe_load(path.read_text())["groups"]
+        if group["name"] != "topology-hints-traffic-linkerd"
+    ]
+    assert names == expected
+    assert "topology-hints-traffic-istio" in names
+
+
 @pytest.mark.parametrize("release", [RELEASE, "monitoring"])
 def test_service_monitor_scrapes_the_metrics_service_as_the_job_the_alerts_select(
     release: str,

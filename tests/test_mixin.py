@@ -14,8 +14,8 @@ import _jsonnet
 import pytest
 import yaml
 
-from alerts.generate import CONFIG, Config, groups
-from alerts.recording import GROUP as RECORDING_GROUP
+from alerts.generate import CONFIG, RECORDING_GROUPS, Config, groups
+from alerts.traffic import ISTIO_GROUP, LINKERD_GROUP
 from dashboards.generate import DASHBOARDS, panel_queries, render
 from exporter.metrics.monitoring import (
     JOB_SELECTOR,
@@ -42,6 +42,10 @@ OVERRIDES: dict[str, Any] = {
     "overloadLimit": 1.5,
     "flapWindow": "2h",
     "flapThreshold": 5,
+    "istioZtunnelTraffic": False,
+    "linkerdTraffic": True,
+    "measuredCrossZoneMargin": 0.5,
+    "measuredMinBytesPerSecond": 4096,
 }
 OVERRIDDEN = MonitoringConfig(
     cluster_label="k8s_cluster",
@@ -51,6 +55,10 @@ OVERRIDDEN = MonitoringConfig(
     overload_limit=1.5,
     flap_window="2h",
     flap_threshold=5,
+    istio_ztunnel_traffic=False,
+    linkerd_traffic=True,
+    measured_cross_zone_margin=0.5,
+    measured_min_bytes_per_second=4096,
 )
 
 
@@ -72,8 +80,8 @@ def render_mixin(config: dict[str, Any] | None = None) -> dict[str, Any]:
 def python_groups(config: Config) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     every = groups(config)
     return (
-        [group for group in every if group["name"] != RECORDING_GROUP],
-        [group for group in every if group["name"] == RECORDING_GROUP],
+        [group for group in every if group["name"] not in RECORDING_GROUPS],
+        [group for group in every if group["name"] in RECORDING_GROUPS],
     )
 
 
@@ -99,8 +107,8 @@ def test_default_config_renders_the_generated_files() -> None:
     recording groups and every committed dashboard."""
     rendered = render_mixin()
     committed_groups = yaml.safe_load(RULE_FILE.read_text(encoding="utf-8"))["groups"]
-    alerting = [group for group in committed_groups if group["name"] != RECORDING_GROUP]
-    recording = [group for group in committed_groups if group["name"] == RECORDING_GROUP]
+    alerting = [group for group in committed_groups if group["name"] not in RECORDING_GROUPS]
+    recording = [group for group in committed_groups if group["name"] in RECORDING_GROUPS]
     assert rendered["alerts"] == {"groups": alerting}
     assert rendered["rules"] == {"groups": recording}
     assert recording[0]["rules"], "no recording rules"
@@ -161,7 +169,9 @@ def test_overrides_reach_every_alert_rule_and_panel() -> None:
     for rule in rules:
         name = rule.get("alert") or rule["record"]
         text = json.dumps(rule)
-        assert SELECTOR in rule["expr"], name
+        # The exporter's series carry the selector; mesh series and recorded ones do not.
+        reads_exporter = re.search(r"\b(topology_hints_|up\{)", rule["expr"]) is not None
+        assert (SELECTOR in rule["expr"]) == reads_exporter, name
         assert default.selector not in text, name
         # Prose such as "in-cluster traffic" is not the label.
         assert not re.search(r"(?<![\w-])cluster(?![\w-])", text), name
@@ -172,6 +182,9 @@ def test_overrides_reach_every_alert_rule_and_panel() -> None:
             )
     (overloaded,) = [r for r in rules if r.get("alert") == "TopologyHintsZoneOverloaded"]
     assert "> 1.5\n" in overloaded["expr"]
+    (measured,) = [r for r in rules if r.get("alert") == "TopologyHintsMeasuredCrossZone"]
+    assert "+ 0.5)" in measured["expr"]
+    assert ">= 4096\n" in measured["expr"]
 
     for filename, dashboard in rendered["dashboards"].items():
         variables = {variable["name"]: variable for variable in dashboard["templating"]["list"]}
@@ -186,6 +199,25 @@ def test_overrides_reach_every_alert_rule_and_panel() -> None:
             reads_raw = "topology_hints_" in expr
             assert (SELECTOR in expr) == reads_raw, title
             assert default.selector not in expr, (filename, title)
+
+
+@pytest.mark.parametrize(
+    ("switches", "expected"),
+    [
+        ({}, {ISTIO_GROUP, LINKERD_GROUP}),
+        ({"istioZtunnelTraffic": False}, {LINKERD_GROUP}),
+        ({"linkerdTraffic": False}, {ISTIO_GROUP}),
+        ({"istioZtunnelTraffic": False, "linkerdTraffic": False}, set()),
+    ],
+)
+def test_traffic_sources_are_switched_by_config(
+    switches: dict[str, bool], expected: set[str]
+) -> None:
+    """Each traffic source's recording group is in prometheusRules exactly when its `_config`
+    switch is on; the answers' group stays either way."""
+    names = {group["name"] for group in render_mixin(switches)["rules"]["groups"]}
+    assert names & {ISTIO_GROUP, LINKERD_GROUP} == expected
+    assert set(RECORDING_GROUPS) - {ISTIO_GROUP, LINKERD_GROUP} <= names
 
 
 def test_threshold_reaches_the_panels() -> None:

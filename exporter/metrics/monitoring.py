@@ -18,6 +18,7 @@ from exporter.metrics.families import Scope
 from exporter.resources import OPTIONAL_RESOURCES
 
 __all__ = [
+    "CROSS_ZONE_PRICE_PER_GIB",
     "ENTRY_IDENTITY",
     "JOB",
     "JOB_SELECTOR",
@@ -26,7 +27,9 @@ __all__ = [
     "OPTIONAL_RESOURCES",
     "OVERLOAD_LIMIT",
     "PROXY_MODES",
+    "SERVICE_CROSS_ZONE_RATIO",
     "SERVICE_IDENTITY",
+    "SERVICE_ZONE_CROSS_ZONE_RATIO",
     "Mechanism",
     "MonitoringConfig",
     "ProxyMode",
@@ -47,6 +50,16 @@ PROXY_MODES: tuple[ProxyMode, ...] = (
 SERVICE_IDENTITY = Scope.SERVICE.identity_labels
 ENTRY_IDENTITY = Scope.SERVICE_ENTRY.identity_labels
 
+
+# --- PENDING(crosszone): section 13's families -------------------------------------------------
+# The families are declared by the `crosszone` branch (families.py). Until it is merged, the
+# cross-zone recording rules and panels (alerts/traffic.py) read their names from here, the one
+# place to switch: at merge, replace each use with the declaration's `.name`
+# (f.SERVICE_CROSS_ZONE_RATIO.name, ...) and delete this block.
+SERVICE_CROSS_ZONE_RATIO = "topology_hints_service_cross_zone_ratio"
+SERVICE_ZONE_CROSS_ZONE_RATIO = "topology_hints_service_zone_cross_zone_ratio"
+CROSS_ZONE_PRICE_PER_GIB = "topology_hints_cross_zone_price_per_gib"
+# --- end PENDING(crosszone) --------------------------------------------------------------------
 
 RUNBOOKS_URL = (
     "https://github.com/topology-hints-exporter/topology-hints-exporter/blob/main/docs/runbooks.md"
@@ -73,6 +86,15 @@ class MonitoringConfig:
     # TopologyHintsFlapping: this many expected-state flips within this window.
     flap_window: str = "1h"
     flap_threshold: int = 3
+    # Measured traffic (alerts/traffic.py, docs/traffic.md): record the bytes of each source.
+    # A source that is not installed costs one rule evaluation that finds no series.
+    istio_ztunnel_traffic: bool = True
+    linkerd_traffic: bool = True
+    # TopologyHintsMeasuredCrossZone: the measured cross-zone share exceeds the expected
+    # effective share by more than this margin, on a Service moving at least this many bytes
+    # per second (below it a few health checks decide the share).
+    measured_cross_zone_margin: float = 0.25
+    measured_min_bytes_per_second: int = 10240
 
     def runbook_url(self, alert: str) -> str:
         return self.runbook_url_pattern % alert.lower()
@@ -95,6 +117,10 @@ MIXIN_CONFIG_NAMES = {
     "overload_limit": "overloadLimit",
     "flap_window": "flapWindow",
     "flap_threshold": "flapThreshold",
+    "istio_ztunnel_traffic": "istioZtunnelTraffic",
+    "linkerd_traffic": "linkerdTraffic",
+    "measured_cross_zone_margin": "measuredCrossZoneMargin",
+    "measured_min_bytes_per_second": "measuredMinBytesPerSecond",
 }
 
 # Data planes that do not read internalTrafficPolicy (they route from their own pods): a

@@ -115,3 +115,18 @@ def variable_selectors(
             )
             selectors.append((str(dashboard["uid"]), variable["name"], selector, match["label"]))
     return selectors
+
+
+def row_panel_titles(row: str, *, dashboards_dir: Path = DASHBOARDS_DIR) -> set[str]:
+    """The titles of the panels under every row titled `row` (expanded or collapsed)."""
+    titles: set[str] = set()
+    for dashboard in load_dashboards(dashboards_dir):
+        inside = False
+        for panel in dashboard["panels"]:
+            if panel["type"] == "row":
+                inside = panel["title"] == row
+                if inside:
+                    titles |= {child["title"] for child in panel.get("panels", [])}
+            elif inside:
+                titles.add(panel["title"])
+    return titles

@@ -17,7 +17,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -184,9 +184,12 @@ def prometheus_stack(
     scrape_interval: str = "1s",
     evaluation_interval: str = "1s",
     job: str = DEFAULT_JOB,
+    other_jobs: Mapping[str, Sequence[str]] | None = None,
+    extra_targets: Sequence[str] = (),
 ) -> Iterator[PrometheusStack]:
     """Start Alertmanager, then Prometheus scraping `target` (host:port) as `job` with the rules
     of `rule_file` (every alert's `for` replaced by `rule_for` when given); stop both on exit.
+    `extra_targets` are scraped as `job` too; `other_jobs` adds scrape jobs: job name -> targets.
 
     All configuration, data and logs go under `directory`.
     """
@@ -248,10 +251,14 @@ def prometheus_stack(
                     },
                     "scrape_configs": [
                         {
-                            "job_name": job,
+                            "job_name": name,
                             "honor_labels": True,
-                            "static_configs": [{"targets": [target]}],
+                            "static_configs": [{"targets": list(targets)}],
                         }
+                        for name, targets in {
+                            job: [target, *extra_targets],
+                            **(other_jobs or {}),
+                        }.items()
                     ],
                 }
             ),

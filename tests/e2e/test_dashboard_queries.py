@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from dashboards.crosszone import ROW as CROSS_ZONE_ROW
 from exporter.serve import ServeOptions
 from tests.conftest import PROJECT_ROOT
-from tests.e2e.dashboard_queries import dashboard_queries
+from tests.e2e.dashboard_queries import dashboard_queries, row_panel_titles
 from tests.e2e.prometheus import prometheus_stack
 from tests.k8s_objects import (
     as_list,
@@ -29,6 +30,8 @@ RULE_FILE = PROJECT_ROOT / "alerts" / "topology-hints.rules.yaml"
 EXPECTED_EMPTY = {
     # Every node of this cluster has a zone and CPU: nothing is missing.
     "Nodes missing topology info": "the cluster's node info is sufficient",
+    # No mesh here: tests/e2e/test_cross_zone.py feeds the Cross-zone traffic rows.
+    **dict.fromkeys(row_panel_titles(CROSS_ZONE_ROW), "no mesh traffic in this cluster"),
 }
 
 # (namespace, service) choices for the Service drill-down; a panel has data if any choice does.
