@@ -304,7 +304,7 @@ class Informer(Generic[_Raw, _Slim]):
         forbidden for watch unless the WatchList feature gate is enabled"); an older one, 400.
         """
         if not (
-            self._initial is not None
+            self._initial == []  # refused before any object: not a stream that broke later
             and isinstance(error, ApiStatusError)
             and error.status in {HTTP_BAD_REQUEST, HTTP_UNPROCESSABLE}
         ):
