@@ -41,6 +41,7 @@ from exporter.engine.evaluate import (
 )
 from exporter.engine.kubeproxy import KubeProxyRoutes
 from exporter.engine.model import Node
+from exporter.engine.profile import ASSUMED, Profile
 from exporter.engine.whatif import (
     EntryForecast,
     Feasibility,
@@ -115,6 +116,8 @@ class ExporterState:
     # Services whose result was added, replaced or removed since generation - 1 (a
     # renderer that saw that generation updates only these); None when unknown.
     changed: frozenset[ServiceKey] | None = None
+    # behaviour §12: the Kubernetes versions and gates the verdicts were computed under.
+    profile: Profile = ASSUMED
 
 
 class _Moved(Enum):
@@ -150,8 +153,13 @@ class Evaluator:
         clock: Callable[[], float] | None = None,
         observe: Callable[[float], None] | None = None,
         dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES,
+        profile: Profile = ASSUMED,
     ) -> None:
         self._store = store
+        # behaviour §12: what every verdict is computed under, and the one to switch to
+        # (set from the thread that reads the API server's /version; read at each step).
+        self._profile = profile
+        self._next_profile = profile
         # Each verdict carries these data planes' routing (behaviour §10).
         self._dataplanes = tuple(dataplanes)
         # Looked up now, not at import, so a frozen clock in tests applies.
@@ -179,7 +187,7 @@ class Evaluator:
         # The judgements of the published capacity, shared by every Service's evaluation.
         self._judgements = Judgements(self._state.capacity)
         # kube-proxy's routings over the published Ready nodes, shared likewise.
-        self._routes = KubeProxyRoutes(self._state.nodes)
+        self._routes = KubeProxyRoutes(self._state.nodes, profile.kube_proxy_behaviour)
         # Which node is in which zone: zone-loss views also depend on not-Ready nodes.
         self._zone_membership: frozenset[tuple[str, str]] = frozenset()
         self._listeners: list[Callable[[ExporterState], None]] = []
@@ -189,6 +197,14 @@ class Evaluator:
     @property
     def state(self) -> ExporterState:
         return self._state
+
+    @property
+    def profile(self) -> Profile:
+        return self._next_profile
+
+    def set_profile(self, profile: Profile) -> None:
+        """Evaluate under `profile` from the next step on (every Service, if it differs)."""
+        self._next_profile = profile
 
     def add_listener(self, listener: Callable[[ExporterState], None]) -> None:
         """Called with each newly published state, in the evaluator's thread."""
@@ -200,7 +216,8 @@ class Evaluator:
         # Held-back lines of flapping Services are due with time, not only with changes.
         self.transitions.flush()
         changes = self._store.take_changes()
-        if changes.empty and self._state.generation > 0:
+        profile_changed = self._next_profile != self._profile
+        if changes.empty and not profile_changed and self._state.generation > 0:
             self.transitions.end_step()
             return self._state
         self._apply(changes)
@@ -215,6 +232,12 @@ class Evaluator:
     def _apply(self, changes: Changes) -> None:
         previous = self._state
         dirty = set(changes.services)
+        if self._next_profile != self._profile:
+            # The mechanism, config issues, notices and kube-proxy's routing of every Service
+            # depend on the profile: nothing prepared under the old one is kept.
+            self._profile = self._next_profile
+            self._prepared.clear()
+            dirty |= self._inputs.keys()
         view, moved = self._node_view(changes.nodes)
         # Only CPU shares moved: the other Services are re-judged from their verdicts.
         rejudge: set[ServiceKey] = set()
@@ -257,6 +280,7 @@ class Evaluator:
             feasibility=view.feasibility,
             zone_loss_views=view.zone_loss_views,
             changed=frozenset(changed),
+            profile=self._profile,
         )
 
     def _node_view(self, nodes: tuple[Node, ...] | None) -> tuple[_NodeView, _Moved]:
@@ -282,8 +306,9 @@ class Evaluator:
                 self._zone_membership = membership
         if capacity is not self._judgements.capacity:
             self._judgements = Judgements(capacity)
-        if ready is not self._routes.nodes:
-            self._routes = KubeProxyRoutes(ready)
+        behaviour = self._profile.kube_proxy_behaviour
+        if not self._routes.serves(ready, behaviour):
+            self._routes = KubeProxyRoutes(ready, behaviour)
         view = _NodeView(
             capacity, ready, feasibility, views, self._judgements, self._routes, same_zone_loss
         )
@@ -296,7 +321,7 @@ class Evaluator:
         prepared = self._prepared.get(key)
         if prepared is not None and prepared[0] is service and prepared[1] is slices:
             return prepared[2], True
-        inputs = service_inputs(service, slices, self._zone_sets)
+        inputs = service_inputs(service, slices, self._zone_sets, self._profile)
         self._prepared[key] = (service, slices, inputs)
         return inputs, False
 
@@ -335,6 +360,7 @@ class Evaluator:
                 view.judgements,
                 view.routes,
                 inputs,
+                profile=self._profile,
             )
             previous_forecasts = ()
             if kept and view.same_zone_loss and old is not None:

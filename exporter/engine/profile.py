@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
@@ -156,17 +156,25 @@ class Component:
 
 
 def component(
-    minor: int | None, source: Source, overrides: Mapping[Gate, bool] | None = None
+    minor: int | None,
+    source: Source,
+    overrides: Mapping[Gate, bool] | None = None,
+    *,
+    lenient: bool = False,
 ) -> Component:
     """A component at `minor` with its default gates, then `overrides` applied.
 
-    Raises ProfileError when an override sets a gate the version locks against its default.
+    Raises ProfileError when an override sets a gate the version locks against its default;
+    `lenient` keeps the locked value instead (a live exporter whose cluster was upgraded
+    under a flag keeps running, and says so in its log).
     """
     evaluated = None if minor is None else max(minor, OLDEST_MINOR)
     gates = dict(default_gates(evaluated))
     for gate, value in (overrides or {}).items():
         locked = LOCKED_FROM[gate]
         if evaluated is not None and evaluated >= locked and value != gates[gate]:
+            if lenient:
+                continue
             raise ProfileError(
                 f"--feature-gates: {gate} is locked to {str(gates[gate]).lower()} from "
                 f"Kubernetes 1.{locked} (the profile is 1.{minor}) and cannot be set to "
@@ -282,6 +290,8 @@ def build_profile(
     kube_proxy_minor: int | None = None,
     kube_proxy_source: Source | None = None,
     gates: Mapping[Gate, bool] | None = None,
+    *,
+    lenient: bool = False,
 ) -> Profile:
     """The profile of section 12's sources, first that applies having been chosen by the caller.
 
@@ -291,12 +301,44 @@ def build_profile(
     """
     if kubernetes_minor is None:
         kubernetes_source = Source.ASSUMED
-    control_plane = component(kubernetes_minor, kubernetes_source, gates)
+    control_plane = component(kubernetes_minor, kubernetes_source, gates, lenient=lenient)
     if kube_proxy_minor is None:
         kube_proxy_minor = kubernetes_minor
         kube_proxy_source = Source.ASSUMED if kubernetes_minor is None else Source.CONTROL_PLANE
-    kube_proxy = component(kube_proxy_minor, kube_proxy_source or Source.FLAG, gates)
+    kube_proxy = component(
+        kube_proxy_minor, kube_proxy_source or Source.FLAG, gates, lenient=lenient
+    )
     return Profile(control_plane, kube_proxy)
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileFlags:
+    """The profile flags as parsed; a version the flags do not give is None."""
+
+    kubernetes_minor: int | None = None
+    kube_proxy_minor: int | None = None
+    gates: Mapping[Gate, bool] = field(default_factory=dict)
+
+    def profile(
+        self,
+        server_minor: int | None = None,
+        kube_proxy_detected: int | None = None,
+        *,
+        lenient: bool = False,
+    ) -> Profile:
+        """Section 12's sources, first that applies: flags, then the cluster, else assumed.
+
+        ProfileError when a gate is set against a version that locks it.
+        """
+        minor: int | None
+        if self.kubernetes_minor is not None:
+            minor, source = self.kubernetes_minor, Source.FLAG
+        else:
+            minor, source = server_minor, Source.API
+        proxy_minor, proxy_source = self.kube_proxy_minor, Source.FLAG
+        if proxy_minor is None and kube_proxy_detected is not None:
+            proxy_minor, proxy_source = kube_proxy_detected, Source.DETECTED
+        return build_profile(minor, source, proxy_minor, proxy_source, self.gates, lenient=lenient)
 
 
 class Notice(StrEnum):

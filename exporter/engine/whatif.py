@@ -42,6 +42,7 @@ from exporter.engine.kubeproxy import (
 )
 from exporter.engine.mechanism import Mechanism
 from exporter.engine.model import Endpoint, EndpointSlice, Node, Service
+from exporter.engine.profile import ASSUMED, NEWEST_KUBE_PROXY, KubeProxyBehaviour, Profile
 from exporter.engine.reasons import DisableReason
 from exporter.engine.routing import HintSets, ready_hint_sets
 
@@ -66,6 +67,8 @@ class Cluster:
     nodes: tuple[Node, ...]
     services: tuple[Service, ...]
     slices: tuple[EndpointSlice, ...]
+    # behaviour §12: the Kubernetes versions and gates, before and after alike.
+    profile: Profile = ASSUMED
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,9 +119,9 @@ def lose_zone(cluster: Cluster, zone: str) -> Cluster:
         known = sorted({node.zone for node in cluster.nodes if node.zone})
         raise ScenarioError(f"no node has zone {zone!r} (zones: {', '.join(known) or 'none'})")
     removed = {node.name for node in cluster.nodes if node.zone == zone}
-    return Cluster(
+    return replace(
+        cluster,
         nodes=tuple(node for node in cluster.nodes if node.name not in removed),
-        services=cluster.services,
         slices=_without_endpoints(
             cluster.slices,
             lambda endpoint: endpoint.zone == zone or endpoint.node_name in removed,
@@ -133,9 +136,9 @@ def lose_nodes(cluster: Cluster, names: Sequence[str]) -> Cluster:
     if unknown:
         raise ScenarioError(f"no such node: {', '.join(unknown)}")
     removed = set(names)
-    return Cluster(
+    return replace(
+        cluster,
         nodes=tuple(node for node in cluster.nodes if node.name not in removed),
-        services=cluster.services,
         slices=_without_endpoints(cluster.slices, lambda endpoint: endpoint.node_name in removed),
     )
 
@@ -444,7 +447,10 @@ def _add_hints(slices: list[EndpointSlice], zones: tuple[str, ...]) -> list[Endp
 
 
 def converged_proxy_view(
-    verdict: ServiceVerdict, slices: Sequence[EndpointSlice], nodes: ReadyNodes
+    verdict: ServiceVerdict,
+    slices: Sequence[EndpointSlice],
+    nodes: ReadyNodes,
+    behaviour: KubeProxyBehaviour = NEWEST_KUBE_PROXY,
 ) -> ProxyView:
     """Section 5's kube-proxy modes once the controller has converged.
 
@@ -455,7 +461,7 @@ def converged_proxy_view(
     converged = converged_slices(verdict, slices)
     if all(after is before for after, before in zip(converged, slices, strict=True)):
         return verdict.proxy
-    return proxy_view(verdict.service, verdict.address_type, converged, nodes)
+    return proxy_view(verdict.service, verdict.address_type, converged, nodes, behaviour)
 
 
 def routes_locally(view: ProxyView) -> bool:
@@ -529,6 +535,7 @@ def service_outcomes(
     slices: Sequence[EndpointSlice],
     capacity: ClusterCapacity,
     nodes: ReadyNodes,
+    profile: Profile = ASSUMED,
 ) -> tuple[Outcome, ...]:
     """The Service's verdicts with their converged routing, one per address type."""
     by_type: dict[str, list[EndpointSlice]] = {}
@@ -538,9 +545,11 @@ def service_outcomes(
         Outcome(
             verdict,
             tuple(by_type[verdict.address_type]),
-            converged_proxy_view(verdict, by_type[verdict.address_type], nodes),
+            converged_proxy_view(
+                verdict, by_type[verdict.address_type], nodes, profile.kube_proxy_behaviour
+            ),
         )
-        for verdict in evaluate_service(service, slices, capacity, nodes)
+        for verdict in evaluate_service(service, slices, capacity, nodes, profile=profile)
     )
 
 
@@ -579,12 +588,16 @@ def cluster_outcome(cluster: Cluster, reuse: ClusterOutcome | None = None) -> Cl
         ):
             by_service[service.key] = earlier
         else:
-            by_service[service.key] = service_outcomes(service, own, capacity, nodes)
+            by_service[service.key] = service_outcomes(
+                service, own, capacity, nodes, cluster.profile
+            )
     verdicts = sorted(
         (outcome.verdict for own in by_service.values() for outcome in own),
         key=lambda verdict: verdict.key,
     )
-    evaluation = Evaluation(capacity=capacity, nodes=nodes, services=tuple(verdicts))
+    evaluation = Evaluation(
+        capacity=capacity, nodes=nodes, services=tuple(verdicts), profile=cluster.profile
+    )
     return ClusterOutcome(evaluation, MappingProxyType(by_service))
 
 
