@@ -373,14 +373,18 @@ def notice_lines(verdict: ServiceVerdict, options: ExplainOptions) -> list[str]:
     return items("Notices", [notice.text for notice in sorted(verdict.notices)], options)
 
 
+def profile_effect(evaluation: Evaluation, verdict: ServiceVerdict) -> str | None:
+    """Why the Kubernetes profile makes kube-proxy route this Service otherwise (§12)."""
+    if not verdict.service.proxied:
+        return None
+    return kube_proxy_effect(verdict.service, evaluation.profile)
+
+
 def profile_effect_lines(
     evaluation: Evaluation, verdict: ServiceVerdict, options: ExplainOptions
 ) -> list[str]:
-    """Why the Kubernetes profile makes kube-proxy route this Service otherwise (§12)."""
-    effect = kube_proxy_effect(verdict.service, evaluation.profile)
-    if effect is None or not verdict.service.proxied:
-        return []
-    return prose("Version skew", effect, options, Tone.WARN)
+    effect = profile_effect(evaluation, verdict)
+    return [] if effect is None else prose("Version skew", effect, options, Tone.WARN)
 
 
 def service_lines_without_nodes(
