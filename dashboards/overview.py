@@ -122,6 +122,26 @@ def _cluster_row(dash: dashboard_builders.Dashboard) -> None:
             bars=True,
         )
     )
+    dash.with_panel(
+        grid(
+            "Kubernetes version",
+            "The control plane's version the rules are evaluated under and where it came from "
+            "(flag, api: the API server's /version, or assumed: the newest semantics). Empty "
+            "when assumed: pass --kubernetes-version.",
+            "none",
+            Query(f"max by (kubernetes_version, source) ({sel(f.CLUSTER_INFO.name, CLUSTER)})"),
+        )
+    )
+    dash.with_panel(
+        grid(
+            "Feature gates",
+            "ServiceTrafficDistribution and PreferSameTrafficDistribution as the rules take "
+            "them, for the controller and for kube-proxy (which may lag the control plane).",
+            "none",
+            Query(f"max by (component, name) ({sel(f.FEATURE_GATE_ENABLED.name, CLUSTER)})"),
+            value_column="enabled",
+        )
+    )
 
 
 def _services_row(dash: dashboard_builders.Dashboard) -> None:
@@ -230,6 +250,20 @@ def _needs_attention_row(dash: dashboard_builders.Dashboard) -> None:
                 "max by (namespace, service, issue) "
                 f"({sel(f.SERVICE_CONFIG_ISSUE.name, CLUSTER, NAMESPACES)})"
             ),
+            link_to_service=True,
+        )
+    )
+    dash.with_panel(
+        grid(
+            "Notices",
+            "Worth knowing, never a problem: e.g. prefer-close-deprecated (PreferSameZone means "
+            "the same where the control plane accepts it). No alert fires on them.",
+            "none",
+            Query(
+                "max by (namespace, service, notice) "
+                f"({sel(f.SERVICE_NOTICE.name, CLUSTER, NAMESPACES)})"
+            ),
+            width=24,
             link_to_service=True,
         )
     )
