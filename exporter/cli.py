@@ -620,7 +620,7 @@ def _zone_loss(snapshot: Snapshot, evaluation: Evaluation) -> dict[str, int]:
 
     # The live exporter's per-entry forecasts: enabled auto entries are judged from their
     # count alone, without building any converged routing.
-    views = whatif.zone_loss_views(snapshot.nodes)
+    views = whatif.zone_loss_views(snapshot.nodes, profile=evaluation.profile)
     feasibility = whatif.Feasibility(evaluation.capacity)
     grouped = slices_by_service(snapshot.endpoint_slices)
     forecasts = (

@@ -188,6 +188,8 @@ class Evaluator:
         self._judgements = Judgements(self._state.capacity)
         # kube-proxy's routings over the published Ready nodes, shared likewise.
         self._routes = KubeProxyRoutes(self._state.nodes, profile.kube_proxy_behaviour)
+        # The Nodes last seen: a profile change rebuilds the zone-loss views from them.
+        self._nodes: tuple[Node, ...] = ()
         # Which node is in which zone: zone-loss views also depend on not-Ready nodes.
         self._zone_membership: frozenset[tuple[str, str]] = frozenset()
         self._listeners: list[Callable[[ExporterState], None]] = []
@@ -232,13 +234,14 @@ class Evaluator:
     def _apply(self, changes: Changes) -> None:
         previous = self._state
         dirty = set(changes.services)
-        if self._next_profile != self._profile:
+        profile_changed = self._next_profile != self._profile
+        if profile_changed:
             # The mechanism, config issues, notices and kube-proxy's routing of every Service
             # depend on the profile: nothing prepared under the old one is kept.
             self._profile = self._next_profile
             self._prepared.clear()
             dirty |= self._inputs.keys()
-        view, moved = self._node_view(changes.nodes)
+        view, moved = self._node_view(changes.nodes, profile_changed=profile_changed)
         # Only CPU shares moved: the other Services are re-judged from their verdicts.
         rejudge: set[ServiceKey] = set()
         if moved is _Moved.SHARES:
@@ -283,13 +286,21 @@ class Evaluator:
             profile=self._profile,
         )
 
-    def _node_view(self, nodes: tuple[Node, ...] | None) -> tuple[_NodeView, _Moved]:
+    def _node_view(
+        self, nodes: tuple[Node, ...] | None, *, profile_changed: bool = False
+    ) -> tuple[_NodeView, _Moved]:
         """The node view to evaluate with, after the store's Nodes (None: unchanged)."""
         previous = self._state
         capacity, ready = previous.capacity, previous.nodes
         feasibility, views = previous.feasibility, previous.zone_loss_views
         moved = _Moved.NOTHING
         same_zone_loss = True
+        if nodes is not None:
+            self._nodes = nodes
+        if profile_changed:
+            # The zone-loss views judge the cluster without each zone under the profile.
+            views = zone_loss_views(self._nodes, (), self._profile)
+            same_zone_loss = False
         if nodes is not None:
             # Equal ones are kept, not replaced by a copy: verdicts, memos and families
             # refer to them, and comparing an object with itself is immediate.
@@ -300,7 +311,7 @@ class Evaluator:
             if capacity is not previous.capacity or not same_nodes:
                 moved = _Moved.SHARES if same_nodes else _Moved.NODES
                 feasibility = Feasibility(capacity)
-                views = zone_loss_views(nodes, views if same_nodes else ())
+                views = zone_loss_views(nodes, views if same_nodes else (), self._profile)
                 # Which nodes each view removes follows from zone membership alone.
                 same_zone_loss = membership == self._zone_membership
                 self._zone_membership = membership

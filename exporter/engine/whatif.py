@@ -636,18 +636,21 @@ class ZoneLossView:
     feasibility: Feasibility
     # kube-proxy's routings over `nodes`: entries of one hint shape share one.
     routes: KubeProxyRoutes
+    # behaviour §12: the versions and gates the cluster without the zone is judged under.
+    profile: Profile = ASSUMED
 
 
 def zone_loss_views(
-    nodes: Sequence[Node], same_nodes: Sequence[ZoneLossView] = ()
+    nodes: Sequence[Node], same_nodes: Sequence[ZoneLossView] = (), profile: Profile = ASSUMED
 ) -> tuple[ZoneLossView, ...]:
-    """One view per zone label of the cluster's Nodes, in zone order.
+    """One view per zone label of the cluster's Nodes, in zone order, under `profile`.
 
     `same_nodes`: views made for these Nodes' names, zones and readiness (only CPU moved);
     their node sets are kept and only capacity is computed again.
     """
     zones = sorted({node.zone for node in nodes if node.zone})
-    reusable = {view.zone: view for view in same_nodes}
+    reusable = {view.zone: view for view in same_nodes if view.profile == profile}
+    behaviour = profile.kube_proxy_behaviour
     views = []
     for zone in zones:
         kept = [node for node in nodes if node.zone != zone]
@@ -660,7 +663,10 @@ def zone_loss_views(
                 else frozenset(node.name for node in nodes if node.zone == zone),
                 nodes=earlier.nodes if earlier is not None else (zone_nodes := ready_nodes(kept)),
                 feasibility=Feasibility(cluster_capacity(kept)),
-                routes=earlier.routes if earlier is not None else KubeProxyRoutes(zone_nodes),
+                routes=earlier.routes
+                if earlier is not None
+                else KubeProxyRoutes(zone_nodes, behaviour),
+                profile=profile,
             )
         )
     return tuple(views)
@@ -688,7 +694,9 @@ def loses_hints_without(outcome: Outcome, view: ZoneLossView) -> bool:
         # Neither enabled auto nor local: there is nothing to lose.
         return False
     slices = _without_endpoints(outcome.slices, _survives_not(view))
-    after = service_outcomes(verdict.service, slices, view.feasibility.capacity, view.nodes)
+    after = service_outcomes(
+        verdict.service, slices, view.feasibility.capacity, view.nodes, view.profile
+    )
     same_type = [o for o in after if o.verdict.address_type == verdict.address_type]
     return any(classify(outcome, o) is Change.LOSES_HINTS for o in same_type)
 
@@ -869,7 +877,7 @@ def entry_forecast(
         )
     if verdict.mechanism is not Mechanism.AUTO:
         if routes is None or routes.nodes is not nodes:
-            routes = KubeProxyRoutes(nodes)
+            routes = KubeProxyRoutes(nodes, _behaviour_of(views))
         forecast = _non_auto_forecast(
             verdict, _converged_ready(verdict, slices, routes, views, ready), routes, views
         )
@@ -882,12 +890,19 @@ def entry_forecast(
         # kube-proxy view, computed from the same slices and nodes, is the converged one.
         converged = verdict.proxy
     else:
-        converged = proxy_view(verdict.service, verdict.address_type, converged_today, nodes)
+        converged = proxy_view(
+            verdict.service, verdict.address_type, converged_today, nodes, _behaviour_of(views)
+        )
     if not routes_locally(converged):
         # Nothing local today: there is nothing to lose.
         return _forecast(margin, frozenset())
     outcome = Outcome(verdict, tuple(slices), converged)
     return _forecast(margin, zones_losing_hints(outcome, views))
+
+
+def _behaviour_of(views: Sequence[ZoneLossView]) -> KubeProxyBehaviour:
+    """The profile's kube-proxy, which the views of one node view share."""
+    return views[0].profile.kube_proxy_behaviour if views else NEWEST_KUBE_PROXY
 
 
 def depends_on_capacity(verdict: ServiceVerdict) -> bool:
@@ -928,7 +943,7 @@ def service_forecasts(  # noqa: PLR0913 - the node view's shared values, passed 
     if len(same_slices) != len(verdicts):
         same_slices = previous
     if routes is None or routes.nodes is not nodes:
-        routes = KubeProxyRoutes(nodes)
+        routes = KubeProxyRoutes(nodes, _behaviour_of(views))
     by_type: dict[str, list[EndpointSlice]] | None = None
     forecasts = []
     for index, verdict in enumerate(verdicts):
