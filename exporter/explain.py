@@ -220,9 +220,13 @@ _SOURCE_WORDS = {
 
 
 def _gate_words(component: Component) -> str:
-    return ", ".join(
-        f"{gate} {'on' if enabled else 'off'}" for gate, enabled in component.gates.items()
-    )
+    """The gates that are off (the newest semantics have both on)."""
+    off = [str(gate) for gate, enabled in component.gates.items() if not enabled]
+    if not off:
+        return "both topology gates on"
+    if len(off) == len(component.gates):
+        return "both topology gates off"
+    return " and ".join(off) + " off"
 
 
 def profile_lines(profile: Profile, options: ExplainOptions) -> list[str]:
@@ -231,7 +235,8 @@ def profile_lines(profile: Profile, options: ExplainOptions) -> list[str]:
     for name, part in (("Kubernetes", profile.control_plane), ("kube-proxy", profile.kube_proxy)):
         if part.minor is not None:
             source = _SOURCE_WORDS.get(part.source, str(part.source))
-            lines.append(f"{name} {part.version} ({source}): {_gate_words(part)}")
+            lead = part.version if name == "Kubernetes" else f"{name} {part.version}"
+            lines.append(f"{lead} ({source}): {_gate_words(part)}")
         elif name == "Kubernetes":
             lines.append(
                 f"assuming Kubernetes 1.{NEWEST_MINOR} or newer; pass --kubernetes-version"

@@ -116,7 +116,7 @@ def test_serve_exports_the_api_servers_version_and_what_it_refuses(
         assert profile["kube_proxy"]["source"] == "control-plane"
         status, page = http_get(base_url(exporter) + "/")
         assert status == 200
-        assert "Kubernetes 1.33" in page
+        assert "1.33 (the API server" in page
 
 
 def test_an_upgrade_is_seen_at_the_next_relist(
