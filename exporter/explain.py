@@ -788,7 +788,10 @@ def cause_text(dataplane: DataPlane, zone_routing: ZoneRouting, zones: Sequence[
             return f"{hinted}: a slice without such an endpoint is kept whole (PreferClose)"
         return hinted
     if cause is Cause.NOT_REQUESTED:
-        return f"{dataplane} looks at topology only with {DATA_PLANES[dataplane].needs}"
+        # The profile's kube-proxy asks only when it is older than 1.31 (behaviour §12):
+        # then it needs what kube-proxy-1.29 needs.
+        needs = DATA_PLANES[dataplane].needs or DATA_PLANES[DataPlane.KUBE_PROXY_1_29].needs
+        return f"{dataplane} looks at topology only with {needs}"
     return _CAUSE_TEXT.get(cause, str(cause)).format(dataplane=dataplane, zones=zone_names(zones))
 
 

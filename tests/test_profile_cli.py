@@ -105,6 +105,9 @@ def test_kube_proxy_1_29_needs_the_annotation() -> None:
     assert "traffic-distribution-unsupported" in entry["config_issues"]
     assert entry["routing"]["kube-proxy"] == entry["routing"]["kube-proxy-1.29"]
     assert set(entry["proxy_mode_by_zone"].values()) == {"Cluster"}
+    text = flat(run("explain", "--snapshot", PREFER_CLOSE, "--kubernetes-version", "1.29").stdout)
+    assert "kube-proxy looks at topology only with a topology-mode" in text
+    assert "trafficDistribution needs kube-proxy 1.31 or the ServiceTrafficDistribution" in text
 
 
 @pytest.mark.parametrize(("version", "notices"), [("1.34", ["prefer-close-deprecated"]),
