@@ -161,6 +161,8 @@ class Exporter:
             # The flags alone; a live exporter adds the API server's /version at each list.
             profile=self._profile(None, lenient=False),
         )
+        for note in self.evaluator.profile.notes():
+            logger.warning(note)
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -246,6 +248,8 @@ class Exporter:
         # relist (the cluster was upgraded under a running exporter) the locked value wins.
         profile = self._profile(server_minor, lenient=lenient)
         if profile != self.evaluator.profile:
+            for note in profile.notes():
+                logger.warning(note)
             logger.info(
                 "kubernetes profile",
                 kubernetes_version=profile.control_plane.version,
