@@ -9,6 +9,8 @@
 # pip installs from public PyPI by default; to use a mirror or a private certificate
 # authority, give pip its configuration at build time instead of writing it here, e.g.
 # `buildah bud --volume /etc/pip.conf:/etc/pip.conf:ro ...` (tests/image/test_image.py does so).
+# The dependencies come from requirements.lock, pinned with their sha256 hashes: a mirror can
+# serve them, but not other files under their names (`make lock` rewrites it).
 ARG PYTHON_IMAGE=docker.io/library/python:3.11.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS builder
@@ -22,12 +24,18 @@ WORKDIR /src
 # links to that same path, which the final stage (same base) also has.
 RUN python3 -m venv /opt/venv
 
-# Only what the wheel needs: the package metadata, the readme it names, and the package.
-COPY pyproject.toml README.md ./
-COPY exporter ./exporter
+# First the locked dependencies, each checked against its hashes (--require-hashes), and
+# setuptools to build the package with; --no-deps: nothing outside the lock file comes in.
+COPY requirements.lock ./
+RUN /opt/venv/bin/pip install --no-cache-dir --require-hashes --no-deps -r requirements.lock
+# Then the package alone, built with the locked setuptools (no build isolation, which would
+# fetch an unlocked one). `pip check` fails the build if the lock misses a dependency.
 # pip compiles the bytecode while installing (the root filesystem is read-only at run time);
 # the installers themselves are not needed at run time.
-RUN /opt/venv/bin/pip install --no-cache-dir . \
+COPY pyproject.toml README.md ./
+COPY exporter ./exporter
+RUN /opt/venv/bin/pip install --no-cache-dir --no-deps --no-build-isolation . \
+    && /opt/venv/bin/pip check \
     && /opt/venv/bin/pip uninstall --yes setuptools pip
 
 FROM ${PYTHON_IMAGE}

@@ -5,8 +5,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-test
 EXAMPLE ?= examples/demo-cluster.json
 LISTEN ?= 127.0.0.1:9808
+CHART := deploy/helm/topology-hints-exporter
 
-.PHONY: run explain test lint format generate bench clean
+.PHONY: run explain test lint format generate lock bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,8 +49,20 @@ format: $(STAMP)
 generate: $(STAMP)
 	$(BIN)/python -m alerts.generate
 	$(BIN)/python -m dashboards.generate
+	$(BIN)/python -m mixin.generate
 	$(BIN)/python examples/generate.py
 	$(BIN)/python -m exporter.metrics.reference > docs/metrics.md
+	# The Helm chart reads only files inside its folder: it gets copies (tests/test_helm.py).
+	rm -f $(CHART)/files/rules/*.yaml $(CHART)/files/dashboards/*.json
+	cp alerts/*.yaml $(CHART)/files/rules/
+	cp dashboards/*.json $(CHART)/files/dashboards/
+
+# Pin the image's dependencies, and setuptools to build it, with their hashes (the Dockerfile
+# installs only these). Existing pins are kept; `make lock LOCK_ARGS=--upgrade` moves them.
+lock: $(STAMP)
+	$(BIN)/pip-compile --quiet --generate-hashes --allow-unsafe --all-build-deps --strip-extras \
+		--no-emit-index-url --no-emit-find-links $(LOCK_ARGS) \
+		--output-file requirements.lock pyproject.toml
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench.py $(BENCH_ARGS)

@@ -8,8 +8,10 @@ Run `python -m alerts.generate` after editing CONFIG or a rule below; it rewrite
 
 Both files are committed; tests/test_alerts.py regenerates them and fails on any difference.
 `--root DIR` writes the two files under DIR instead of the repository. Metric names come
-from the exporter's family table, the job, the overload limit, label sets and mode names
-from `exporter.metrics.monitoring`.
+from the exporter's family table; the selector, the cluster label every aggregation keeps,
+the runbook URLs, the thresholds, label sets and mode names from `exporter.metrics.monitoring`
+(`MonitoringConfig`, which mixin/ also reads). The last group holds the dashboards'
+recording rules (`alerts/recording.py`).
 """
 
 from __future__ import annotations
@@ -21,13 +23,16 @@ from typing import Any
 
 import yaml
 
+from alerts.recording import GROUP as RECORDING_GROUP
+from alerts.recording import recording_rules
 from exporter.metrics import families as f
 from exporter.metrics.monitoring import (
     ENTRY_IDENTITY,
-    JOB_SELECTOR,
-    OVERLOAD_LIMIT,
+    LOCAL_POLICY_IGNORED_BY,
+    OPTIONAL_RESOURCES,
     SERVICE_IDENTITY,
     Mechanism,
+    MonitoringConfig,
     ProxyMode,
     Routing,
 )
@@ -39,18 +44,9 @@ from exporter.metrics.monitoring import (
 
 @dataclass(frozen=True)
 class Config:
-    # Selects the exporter's scrape target: used as is for `up`, and for every topology_hints_*
-    # series together with `metric_selector`.
-    exporter_selector: str = JOB_SELECTOR
-    # Extra matchers for the topology_hints_* series only (e.g. 'cluster="prod"'); "" for none.
-    metric_selector: str = ""
-    # Labels the Service, node and cluster alerts keep when they aggregate away the scrape target
-    # (instance, pod, ...). Add "cluster" when one Prometheus holds several clusters.
-    group_labels: tuple[str, ...] = ()
-    runbook_base_url: str = (
-        "https://github.com/topology-hints-exporter/topology-hints-exporter"
-        "/blob/main/docs/runbooks.md"
-    )
+    # The selector, cluster label, runbook URLs and thresholds the dashboards and the mixin
+    # share (exporter/metrics/monitoring.py).
+    monitoring: MonitoringConfig = field(default_factory=MonitoringConfig)
     # How long a condition must hold before its alert fires, per alert name.
     for_durations: dict[str, str] = field(
         default_factory=lambda: {
@@ -65,15 +61,14 @@ class Config:
             "TopologyHintsConfigIssue": "15m",
             "TopologyHintsIgnored": "15m",
             "TopologyHintsFailClosed": "5m",  # clients are refused: page sooner
+            # A node-local endpoint missing for longer than a pod restart takes.
+            "TopologyHintsLocalPolicyDropped": "15m",
             "TopologyHintsExporterWatchDown": "5m",
+            # RBAC changes are slow and the exporter retries a 403 every 5 minutes.
+            "TopologyHintsExporterOptionalWatchDown": "15m",
             "TopologyHintsExporterDown": "5m",
         }
     )
-    # TopologyHintsFlapping: this many expected-state flips within this window.
-    flap_window: str = "1h"
-    flap_threshold: int = 3
-    # TopologyHintsZoneOverloaded: the load factor the `auto` controller would never exceed.
-    overload_limit: float = OVERLOAD_LIMIT
     # The PrometheusRule object. Its labels must match your Prometheus's `ruleSelector`
     # (kube-prometheus selects `prometheus: k8s` and `role: alert-rules`): adjust them here.
     prometheus_rule_name: str = "topology-hints-exporter"
@@ -102,13 +97,12 @@ SERVICE_TEXT = "{{ $labels.namespace }}/{{ $labels.service }} ({{ $labels.addres
 
 def hints_selector(config: Config, *matchers: str) -> str:
     """The label selector of a topology_hints_* series, with extra matchers."""
-    parts = [config.exporter_selector, config.metric_selector, *matchers]
-    return "{" + ", ".join(part for part in parts if part) + "}"
+    return config.monitoring.series("", *matchers)
 
 
 def labels(config: Config, *names: str) -> str:
-    """A `by`/`on` label list: the configured group labels, then these."""
-    return "(" + ", ".join((*config.group_labels, *names)) + ")"
+    """A `by`/`on` label list: the cluster label, then these."""
+    return config.monitoring.labels(*names)
 
 
 def templated_query(
@@ -119,22 +113,18 @@ def templated_query(
     matcher: str = "",
     suffix: str = "",
 ) -> str:
-    """A Go-template pipeline yielding a query for `metric` whose `scoped` labels (and the group
-    labels) equal the alert's own."""
-    names = (*config.group_labels, *scoped)
+    """A Go-template pipeline yielding a query for `metric` whose `scoped` labels (and the
+    cluster label) equal the alert's own."""
+    names = (config.monitoring.cluster_label, *scoped)
     placeholders = [f"{name}=%q" for name in names]
     query = f"{metric}{hints_selector(config, *placeholders, matcher)}{suffix}"
     if "`" in query:
         raise ValueError(f"a query inside a template cannot contain a backquote: {query}")
-    if not names:
-        return f"`{query}`"
     return f"printf `{query}` " + " ".join(f"$labels.{name}" for name in names)
 
 
 def aggregate(config: Config, operator: str, *names: str) -> str:
-    """`operator by (...)` over the group labels and these, or a plain `operator` over none."""
-    if not (config.group_labels or names):
-        return operator
+    """`operator by (...)` over the cluster label and these: alerts of two clusters never merge."""
     return f"{operator} by {labels(config, *names)}"
 
 
@@ -142,6 +132,8 @@ def aggregate(config: Config, operator: str, *names: str) -> str:
 # condition holds, so a consequence never pages beside its cause (docs/runbooks.md).
 ENTRY_PRECEDENCE = (
     "TopologyHintsFailClosed",  # clients refused: an outage, whatever caused it
+    # internalTrafficPolicy Local drops some nodes' traffic: hints do not apply to it there
+    "TopologyHintsLocalPolicyDropped",
     "TopologyHintsDisabled",  # the controller refuses hints; stale ones are its symptom
     "TopologyHintsIncomplete",  # partial hints: every data plane of section 5's kind ignores them
     "TopologyHintsDrift",  # the controller does not apply the expected hints
@@ -156,13 +148,24 @@ def entry_conditions(config: Config) -> dict[str, str]:
     c = config
     S = labels(c, *SERVICE)  # noqa: N806 - the label list every condition joins on
     no_endpoints = f'routing="{Routing.NO_ENDPOINTS}"'
+    reads_policy = f'dataplane!~"{"|".join(LOCAL_POLICY_IGNORED_BY)}"'
+    local_policy = 'internal_traffic_policy="Local"'
+    # No endpoint on a node because internalTrafficPolicy Local finds none there.
+    dropped = (
+        f"{f.SERVICE_ROUTING_NODES.name}{hints_selector(c, no_endpoints, reads_policy)} > 0\n"
+        f"  and on {labels(c, *SERVICE_IDENTITY)}\n"
+        f"  {f.SERVICE_INFO.name}{hints_selector(c, local_policy)}"
+    )
+    following_zone = f'mode="{ProxyMode.PREFER_SAME_ZONE}"'
     cluster_mode = f'mode="{ProxyMode.CLUSTER}"'
     local_modes = f'mode=~"{ProxyMode.PREFER_SAME_ZONE}|{ProxyMode.PREFER_SAME_NODE}"'
     traffic_distribution = f'mechanism="{Mechanism.TRAFFIC_DISTRIBUTION}"'
     return {
         "TopologyHintsFailClosed": (
-            f"{f.SERVICE_ROUTING_NODES.name}{hints_selector(c, no_endpoints)} > 0"
+            f"{f.SERVICE_ROUTING_NODES.name}{hints_selector(c, no_endpoints)} > 0\n"
+            f"  unless (\n    {dropped.replace(chr(10), chr(10) + '  ')}\n  )"
         ),
+        "TopologyHintsLocalPolicyDropped": dropped,
         "TopologyHintsDisabled": (
             f"{f.SERVICE_DISABLED_REASON.name}{hints_selector(c)} == 1\n"
             f"  and on {S}\n"
@@ -182,10 +185,15 @@ def entry_conditions(config: Config) -> dict[str, str]:
             f"  and on {S}\n"
             f"  {f.SERVICE_PROXY_MODE.name}{hints_selector(c, local_modes)} == 1"
         ),
+        # Only where kube-proxy follows the zone's hints (explain's warning says the same):
+        # under internalTrafficPolicy Local (mode Local) or in a Cluster zone, the hinted
+        # endpoints do not take the zone's traffic.
         "TopologyHintsZoneOverloaded": (
-            f"{f.ZONE_LOAD_FACTOR.name}{hints_selector(c)} > {c.overload_limit}\n"
+            f"{f.ZONE_LOAD_FACTOR.name}{hints_selector(c)} > {c.monitoring.overload_limit}\n"
             f"  and on {labels(c, *SERVICE_IDENTITY)}\n"
-            f"  {f.SERVICE_INFO.name}{hints_selector(c, traffic_distribution)}"
+            f"  {f.SERVICE_INFO.name}{hints_selector(c, traffic_distribution)}\n"
+            f"  and on {labels(c, *SERVICE, 'zone')}\n"
+            f"  {f.SERVICE_PROXY_MODE.name}{hints_selector(c, following_zone)} == 1"
         ),
     }
 
@@ -211,19 +219,16 @@ def entry_alert_expr(config: Config, name: str, *by: str) -> str:
     )
 
 
-def runbook_url(config: Config, alert: str) -> str:
-    return f"{config.runbook_base_url}#{alert.lower()}"
-
-
 def explain_url(config: Config) -> str:
     """The Service's page on the exporter's status page, as dashboard_url links a dashboard.
 
-    The exporter publishes where users reach it (serve --external-url) in status_page_info;
-    without it the annotation is empty rather than a broken link.
+    The exporter publishes where users reach it (serve --external-url) in status_page_info
+    (the one of the alert's own cluster); without it the annotation is empty rather than a
+    broken link.
     """
-    page = f"{f.STATUS_PAGE_INFO.name}{hints_selector(config)}"
+    page = templated_query(config, f.STATUS_PAGE_INFO.name)
     return (
-        f'{{{{ with query `{page}` }}}}{{{{ . | first | label "url" }}}}'
+        f'{{{{ with {page} | query }}}}{{{{ . | first | label "url" }}}}'
         "/services/{{ $labels.namespace }}/{{ $labels.service }}{{ end }}"
     )
 
@@ -244,7 +249,7 @@ def alert(
     rule["annotations"] = {
         "summary": summary,
         "description": description,
-        "runbook_url": runbook_url(config, name),
+        "runbook_url": config.monitoring.runbook_url(name),
     }
     return rule
 
@@ -320,15 +325,15 @@ def service_rules(config: Config) -> list[dict[str, Any]]:
             "TopologyHintsFlapping",
             f"""
 {aggregate(c, "max", *SERVICE)} (
-  increase({f.SERVICE_STATE_CHANGES_TOTAL.name}{hints_selector(c)}[{c.flap_window}])
-) >= {c.flap_threshold}
+  increase({f.SERVICE_STATE_CHANGES_TOTAL.name}{hints_selector(c)}[{c.monitoring.flap_window}])
+) >= {c.monitoring.flap_threshold}
 """,
             "warning",
             "The expected topology-hints state of a Service flips between enabled and disabled.",
             f"The expected hints state of Service {SERVICE_TEXT} flipped at least "
-            f"{c.flap_threshold} times in {c.flap_window}: its ready endpoint count keeps "
-            "crossing counts the controller refuses. Nearest ready endpoint counts that "
-            f"enable hints: {nearest}.",
+            f"{c.monitoring.flap_threshold} times in {c.monitoring.flap_window}: its ready "
+            "endpoint count keeps crossing counts the controller refuses. Nearest ready endpoint "
+            f"counts that enable hints: {nearest}.",
         ),
         # A margin exists only for an `auto` Service whose hints are enabled, so this never
         # overlaps TopologyHintsDisabled; a Service that already flips is TopologyHintsFlapping's,
@@ -340,8 +345,8 @@ def service_rules(config: Config) -> list[dict[str, Any]]:
 {aggregate(c, "max", *SERVICE, "direction")} (
   {f.SERVICE_ENDPOINT_MARGIN.name}{hints_selector(c)} == 0
   unless on {labels(c, *SERVICE)}
-  increase({f.SERVICE_STATE_CHANGES_TOTAL.name}{hints_selector(c)}[{c.flap_window}])
-    >= {c.flap_threshold}{deferrals(c, ENTRY_PRECEDENCE)}
+  increase({f.SERVICE_STATE_CHANGES_TOTAL.name}{hints_selector(c)}[{c.monitoring.flap_window}])
+    >= {c.monitoring.flap_threshold}{deferrals(c, ENTRY_PRECEDENCE)}
 )
 """,
             "info",
@@ -437,6 +442,19 @@ def routing_rules(config: Config) -> list[dict[str, Any]]:
             "their zone and this data plane fails closed (connections refused or HTTP 503) "
             "instead of falling back to every zone.",
         ),
+        alert(
+            c,
+            "TopologyHintsLocalPolicyDropped",
+            entry_alert_expr(c, "TopologyHintsLocalPolicyDropped", "dataplane", "zone"),
+            "warning",
+            "internalTrafficPolicy: Local drops a Service's in-cluster traffic on nodes "
+            "without a local endpoint.",
+            "{{ $value }} Ready node(s) {{ if $labels.zone }}in zone {{ $labels.zone }}"
+            "{{ else }}without a zone label{{ end }} run no ready (or serving terminating) "
+            f"endpoint of Service {SERVICE_TEXT}, which sets internalTrafficPolicy: Local, so "
+            "{{ $labels.dataplane }} drops the in-cluster traffic of clients on those nodes. "
+            "Hints do not apply to such traffic.",
+        ),
     ]
 
 
@@ -461,18 +479,34 @@ def configuration_rules(config: Config) -> list[dict[str, Any]]:
 
 def exporter_rules(config: Config) -> list[dict[str, Any]]:
     c = config
-    up = f"up{{{c.exporter_selector}}}"
+    up = c.monitoring.series("up")
+    # Events are optional (docs/deploy.md): a watch of them failing, e.g. for want of the
+    # permission, costs only the event metrics, never the verdicts.
+    optional = "|".join(sorted(OPTIONAL_RESOURCES))
+    required_only, optional_only = f'resource!~"{optional}"', f'resource=~"{optional}"'
     return [
         alert(
             c,
             "TopologyHintsExporterWatchDown",
-            f"{f.WATCH_UP.name}{hints_selector(c)} == 0",
+            f"{f.WATCH_UP.name}{hints_selector(c, required_only)} == 0",
             "critical",
             "topology-hints-exporter lost its watch on a Kubernetes resource.",
             "The {{ $labels.resource }} watch of topology-hints-exporter "
             "{{ $labels.instance }} has been down for more than "
             f"{c.for_durations['TopologyHintsExporterWatchDown']}: its verdicts are stale "
             "and topology-hints alerts may be wrong or missing.",
+        ),
+        alert(
+            c,
+            "TopologyHintsExporterOptionalWatchDown",
+            f"{f.WATCH_UP.name}{hints_selector(c, optional_only)} == 0",
+            "warning",
+            "topology-hints-exporter cannot watch an optional Kubernetes resource.",
+            "The {{ $labels.resource }} watch of topology-hints-exporter "
+            "{{ $labels.instance }} has been down for more than "
+            f"{c.for_durations['TopologyHintsExporterOptionalWatchDown']} (often a missing "
+            "list/watch permission): the metrics built from it are missing, the verdicts and "
+            "every other alert are unaffected.",
         ),
         alert(
             c,
@@ -508,6 +542,7 @@ def groups(config: Config) -> list[dict[str, Any]]:
             "rules": linked_to_services(config, configuration_rules(config)),
         },
         {"name": "topology-hints-exporter", "rules": exporter_rules(config)},
+        {"name": RECORDING_GROUP, "rules": recording_rules(config.monitoring)},
     ]
 
 

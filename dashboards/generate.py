@@ -20,8 +20,9 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from dashboards.nodes import nodes
 from dashboards.overview import overview
 from dashboards.service import service
+from exporter.metrics.monitoring import MonitoringConfig
 
-DASHBOARDS: dict[str, Callable[[], dashboard_builders.Dashboard]] = {
+DASHBOARDS: dict[str, Callable[[MonitoringConfig], dashboard_builders.Dashboard]] = {
     "topology-hints-overview.json": overview,
     "topology-hints-service.json": service,
     "topology-hints-nodes.json": nodes,
@@ -51,13 +52,13 @@ def panel_queries(dashboard_json: Mapping[str, Any]) -> list[tuple[str, str]]:
     return queries
 
 
-def write_all(outdir: Path) -> list[Path]:
+def write_all(outdir: Path, config: MonitoringConfig | None = None) -> list[Path]:
     """Write every dashboard into outdir; returns the written paths."""
     outdir.mkdir(parents=True, exist_ok=True)
     written = []
     for filename, build in DASHBOARDS.items():
         path = outdir / filename
-        path.write_text(render(build()), encoding="utf-8")
+        path.write_text(render(build(config or MonitoringConfig())), encoding="utf-8")
         written.append(path)
     return written
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from grafana_foundation_sdk.builders import dashboard as dashboard_builders
 
+from alerts.recording import NODE_SERVICES_BY_MODE
 from dashboards.panels import (
-    CLUSTER,
     NAMESPACES,
     NODES_UID,
     Query,
@@ -15,23 +15,25 @@ from dashboards.panels import (
     grid,
     namespace_variable,
     new_dashboard,
+    rec,
     row,
     sel,
     single,
 )
 from exporter.metrics import families as f
+from exporter.metrics.monitoring import MonitoringConfig
 
 
-def nodes() -> dashboard_builders.Dashboard:
+def nodes(c: MonitoringConfig) -> dashboard_builders.Dashboard:
     """kube-proxy's topology modes per node and zone, and nodes missing topology info."""
-    node_modes = f"sum by (node, zone, mode) ({sel(f.NODE_PROXY_SERVICES.name, CLUSTER)})"
+    node_modes = f"sum by (node, zone, mode) ({rec(c, NODE_SERVICES_BY_MODE)})"
     dash = new_dashboard(
         NODES_UID,
         "Topology hints / Nodes",
         "The topology mode kube-proxy runs exported Services in, per node and per zone.",
     )
-    dash.with_variable(datasource_variable()).with_variable(cluster_variable())
-    dash.with_variable(namespace_variable(multi=True))
+    dash.with_variable(datasource_variable()).with_variable(cluster_variable(c))
+    dash.with_variable(namespace_variable(c, multi=True))
 
     dash.with_row(row("Nodes"))
     dash.with_panel(
@@ -71,7 +73,7 @@ def nodes() -> dashboard_builders.Dashboard:
             "Ready worker nodes without a zone label or allocatable CPU; each disables `auto` "
             "hints cluster-wide.",
             "none",
-            Query(f"max by (node, missing) ({sel(f.NODE_MISSING_TOPOLOGY_INFO.name, CLUSTER)})"),
+            Query(f"max by (node, missing) ({sel(c, f.NODE_MISSING_TOPOLOGY_INFO.name)})"),
             width=12,
             height=10,
         )
@@ -86,7 +88,7 @@ def nodes() -> dashboard_builders.Dashboard:
             "short",
             Query(
                 "max by (namespace, service, address_type, mode) "
-                f"({sel(f.SERVICE_PROXY_NODES.name, CLUSTER, NAMESPACES)})"
+                f"({sel(c, f.SERVICE_PROXY_NODES.name, NAMESPACES)})"
             ),
             value_column="nodes",
             width=12,
@@ -102,7 +104,7 @@ def nodes() -> dashboard_builders.Dashboard:
             "none",
             Query(
                 "max by (namespace, service, address_type, zone, mode) "
-                f"({sel(f.SERVICE_PROXY_MODE.name, CLUSTER, NAMESPACES)})"
+                f"({sel(c, f.SERVICE_PROXY_MODE.name, NAMESPACES)})"
             ),
             width=12,
             height=10,

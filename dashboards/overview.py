@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from grafana_foundation_sdk.builders import dashboard as dashboard_builders
 
+from alerts.recording import (
+    ENTRIES_BY_DISABLED_REASON,
+    ENTRIES_BY_EXPECTED_STATE,
+    SERVICES_BY_MECHANISM,
+)
 from dashboards.panels import (
-    CLUSTER,
     NAMESPACES,
     OVERVIEW_UID,
     Query,
@@ -16,6 +20,7 @@ from dashboards.panels import (
     grid,
     namespace_variable,
     new_dashboard,
+    rec,
     row,
     sel,
     single,
@@ -24,27 +29,16 @@ from dashboards.panels import (
     value_map,
 )
 from exporter.metrics import families as f
-from exporter.metrics.monitoring import OVERLOAD_LIMIT
+from exporter.metrics.monitoring import MonitoringConfig
 
 
-def _mechanism_by_service() -> str:
-    return (
-        f"max by (namespace, service, mechanism) ({sel(f.SERVICE_INFO.name, CLUSTER, NAMESPACES)})"
-    )
-
-
-def _expected(value: int) -> str:
+def _expected(c: MonitoringConfig, state: str) -> str:
     """(Service, address type) entries in one expected state, counted by mechanism."""
-    mechanism_by_service = _mechanism_by_service()
-    return (
-        "count by (mechanism) (("
-        "max by (namespace, service, address_type) "
-        f"({sel(f.SERVICE_EXPECTED_ENABLED.name, CLUSTER, NAMESPACES)}) == {value}) "
-        f"* on (namespace, service) group_left (mechanism) {mechanism_by_service})"
-    )
+    entries = rec(c, ENTRIES_BY_EXPECTED_STATE, NAMESPACES, 'expected_state="' + state + '"')
+    return f"sum by (mechanism) ({entries})"
 
 
-def _cluster_row(dash: dashboard_builders.Dashboard) -> None:
+def _cluster_row(dash: dashboard_builders.Dashboard, c: MonitoringConfig) -> None:
     """The Cluster row and its panels."""
     dash.with_row(row("Cluster"))
     dash.with_panel(
@@ -54,7 +48,7 @@ def _cluster_row(dash: dashboard_builders.Dashboard) -> None:
             "two zones have CPU. When not, the EndpointSlice controller disables `auto` hints "
             "for every Service (InsufficientNodeInfo).",
             "none",
-            [Query(f"min({sel(f.SUFFICIENT_NODE_INFO.name, CLUSTER)})")],
+            [Query(f"min({sel(c, f.SUFFICIENT_NODE_INFO.name)})")],
             mappings=value_map({"1": ("sufficient", "green"), "0": ("insufficient", "red")}),
             steps=thresholds((None, "red"), (1, "green")),
             width=4,
@@ -67,7 +61,7 @@ def _cluster_row(dash: dashboard_builders.Dashboard) -> None:
             "Zones with CPU in the controller's node view (no series while node info is "
             "insufficient).",
             "short",
-            [Query(f"count(max by (zone) ({sel(f.ZONE_CPU_RATIO.name, CLUSTER)}))")],
+            [Query(f"count(max by (zone) ({sel(c, f.ZONE_CPU_RATIO.name)}))")],
             width=4,
             height=8,
         )
@@ -78,7 +72,7 @@ def _cluster_row(dash: dashboard_builders.Dashboard) -> None:
             "Each zone's share of allocatable CPU, as the EndpointSlice controller computes it. "
             "Under `auto`, endpoints are allocated to zones in these proportions.",
             "percentunit",
-            [Query(f"max by (zone) ({sel(f.ZONE_CPU_RATIO.name, CLUSTER)})", "{{zone}}")],
+            [Query(f"max by (zone) ({sel(c, f.ZONE_CPU_RATIO.name)})", "{{zone}}")],
             width=8,
             stack=True,
         ).max(1)
@@ -90,7 +84,7 @@ def _cluster_row(dash: dashboard_builders.Dashboard) -> None:
             "short",
             [
                 Query(
-                    f"max by (zone) ({sel(f.ZONE_ALLOCATABLE_CPU_CORES.name, CLUSTER)})",
+                    f"max by (zone) ({sel(c, f.ZONE_ALLOCATABLE_CPU_CORES.name)})",
                     "{{zone}}",
                 )
             ],
@@ -103,7 +97,7 @@ def _cluster_row(dash: dashboard_builders.Dashboard) -> None:
             "Ready worker nodes without a zone label or allocatable CPU. One such node is "
             "enough to disable `auto` hints for every Service.",
             "none",
-            Query(f"max by (node, missing) ({sel(f.NODE_MISSING_TOPOLOGY_INFO.name, CLUSTER)})"),
+            Query(f"max by (node, missing) ({sel(c, f.NODE_MISSING_TOPOLOGY_INFO.name)})"),
         )
     )
     dash.with_panel(
@@ -115,7 +109,7 @@ def _cluster_row(dash: dashboard_builders.Dashboard) -> None:
             [
                 Query(
                     "sum by (reason) (increase("
-                    f"{sel(f.CONTROLLER_EVENTS_TOTAL.name, CLUSTER)}[$__rate_interval]))",
+                    f"{sel(c, f.CONTROLLER_EVENTS_TOTAL.name)}[$__rate_interval]))",
                     "{{reason}}",
                 )
             ],
@@ -129,7 +123,7 @@ def _cluster_row(dash: dashboard_builders.Dashboard) -> None:
             "(flag, api: the API server's /version, or assumed: the newest semantics). Empty "
             "when assumed: pass --kubernetes-version.",
             "none",
-            Query(f"max by (kubernetes_version, source) ({sel(f.CLUSTER_INFO.name, CLUSTER)})"),
+            Query(f"max by (kubernetes_version, source) ({sel(c, f.CLUSTER_INFO.name)})"),
         )
     )
     dash.with_panel(
@@ -138,13 +132,13 @@ def _cluster_row(dash: dashboard_builders.Dashboard) -> None:
             "ServiceTrafficDistribution and PreferSameTrafficDistribution as the rules take "
             "them, for the controller and for kube-proxy (which may lag the control plane).",
             "none",
-            Query(f"max by (component, name) ({sel(f.FEATURE_GATE_ENABLED.name, CLUSTER)})"),
+            Query(f"max by (component, name) ({sel(c, f.FEATURE_GATE_ENABLED.name)})"),
             value_column="enabled",
         )
     )
 
 
-def _services_row(dash: dashboard_builders.Dashboard) -> None:
+def _services_row(dash: dashboard_builders.Dashboard, c: MonitoringConfig) -> None:
     """The Services row and its panels."""
     dash.with_row(row("Services"))
     dash.with_panel(
@@ -154,7 +148,12 @@ def _services_row(dash: dashboard_builders.Dashboard) -> None:
             "topology-mode annotation), `traffic-distribution` (spec.trafficDistribution) or "
             "`none`.",
             "short",
-            [Query(f"count by (mechanism) ({_mechanism_by_service()})", "{{mechanism}}")],
+            [
+                Query(
+                    f"sum by (mechanism) ({rec(c, SERVICES_BY_MECHANISM, NAMESPACES)})",
+                    "{{mechanism}}",
+                )
+            ],
             width=8,
             height=8,
         )
@@ -166,8 +165,8 @@ def _services_row(dash: dashboard_builders.Dashboard) -> None:
             "or disable; Services of mechanism `none` have no expected state.",
             "short",
             [
-                Query(_expected(1), "{{mechanism}}: enabled"),
-                Query(_expected(0), "{{mechanism}}: disabled"),
+                Query(_expected(c, "enabled"), "{{mechanism}}: enabled"),
+                Query(_expected(c, "disabled"), "{{mechanism}}: disabled"),
             ],
             width=8,
             height=8,
@@ -181,8 +180,7 @@ def _services_row(dash: dashboard_builders.Dashboard) -> None:
             "short",
             [
                 Query(
-                    "count by (reason) (max by (namespace, service, address_type, reason) "
-                    f"({sel(f.SERVICE_DISABLED_REASON.name, CLUSTER, NAMESPACES)}))",
+                    f"sum by (reason) ({rec(c, ENTRIES_BY_DISABLED_REASON, NAMESPACES)})",
                     "{{reason}}",
                 )
             ],
@@ -192,7 +190,7 @@ def _services_row(dash: dashboard_builders.Dashboard) -> None:
     )
 
 
-def _needs_attention_row(dash: dashboard_builders.Dashboard) -> None:
+def _needs_attention_row(dash: dashboard_builders.Dashboard, c: MonitoringConfig) -> None:
     """The Needs attention row and its panels."""
     dash.with_row(row("Needs attention"))
     dash.with_panel(
@@ -203,10 +201,10 @@ def _needs_attention_row(dash: dashboard_builders.Dashboard) -> None:
             "short",
             Query(
                 "max by (namespace, service, address_type) "
-                f"({sel(f.SERVICE_READY_ENDPOINTS.name, CLUSTER, NAMESPACES)}) "
+                f"({sel(c, f.SERVICE_READY_ENDPOINTS.name, NAMESPACES)}) "
                 "* on (namespace, service, address_type) group_left (reason) "
                 "max by (namespace, service, address_type, reason) "
-                f"({sel(f.SERVICE_DISABLED_REASON.name, CLUSTER, NAMESPACES)})"
+                f"({sel(c, f.SERVICE_DISABLED_REASON.name, NAMESPACES)})"
             ),
             value_column="ready endpoints",
             link_to_service=True,
@@ -220,7 +218,7 @@ def _needs_attention_row(dash: dashboard_builders.Dashboard) -> None:
             "percentunit",
             Query(
                 "max by (namespace, service, address_type) "
-                f"({sel(f.SERVICE_HINT_COMPLETENESS.name, CLUSTER, NAMESPACES)}) "
+                f"({sel(c, f.SERVICE_HINT_COMPLETENESS.name, NAMESPACES)}) "
                 "> 0 < 1"
             ),
             value_column="hint completeness",
@@ -235,7 +233,7 @@ def _needs_attention_row(dash: dashboard_builders.Dashboard) -> None:
             "none",
             Query(
                 "max by (namespace, service, address_type, kind) "
-                f"({sel(f.SERVICE_DRIFT.name, CLUSTER, NAMESPACES)})"
+                f"({sel(c, f.SERVICE_DRIFT.name, NAMESPACES)})"
             ),
             link_to_service=True,
         )
@@ -248,7 +246,7 @@ def _needs_attention_row(dash: dashboard_builders.Dashboard) -> None:
             "none",
             Query(
                 "max by (namespace, service, issue) "
-                f"({sel(f.SERVICE_CONFIG_ISSUE.name, CLUSTER, NAMESPACES)})"
+                f"({sel(c, f.SERVICE_CONFIG_ISSUE.name, NAMESPACES)})"
             ),
             link_to_service=True,
         )
@@ -260,8 +258,7 @@ def _needs_attention_row(dash: dashboard_builders.Dashboard) -> None:
             "the same where the control plane accepts it). No alert fires on them.",
             "none",
             Query(
-                "max by (namespace, service, notice) "
-                f"({sel(f.SERVICE_NOTICE.name, CLUSTER, NAMESPACES)})"
+                f"max by (namespace, service, notice) ({sel(c, f.SERVICE_NOTICE.name, NAMESPACES)})"
             ),
             width=24,
             link_to_service=True,
@@ -270,14 +267,14 @@ def _needs_attention_row(dash: dashboard_builders.Dashboard) -> None:
     dash.with_panel(
         grid(
             "Overloaded zones",
-            f"Zones whose hinted endpoints get more than {OVERLOAD_LIMIT}x their fair "
+            f"Zones whose hinted endpoints get more than {c.overload_limit}x their fair "
             "share of traffic when traffic follows CPU (the load factor). Common with "
             "trafficDistribution, which has no overload guard.",
             "none",
             Query(
                 "max by (namespace, service, address_type, zone) "
-                f"({sel(f.ZONE_LOAD_FACTOR.name, CLUSTER, NAMESPACES)}) "
-                f"> {OVERLOAD_LIMIT}"
+                f"({sel(c, f.ZONE_LOAD_FACTOR.name, NAMESPACES)}) "
+                f"> {c.overload_limit}"
             ),
             value_column="load factor",
             width=24,
@@ -286,7 +283,7 @@ def _needs_attention_row(dash: dashboard_builders.Dashboard) -> None:
     )
 
 
-def _routing_row(dash: dashboard_builders.Dashboard) -> None:
+def _routing_row(dash: dashboard_builders.Dashboard, c: MonitoringConfig) -> None:
     """The Effective routing row: does each Service's traffic stay local, per data plane."""
     dash.with_row(row("Effective routing"))
     dash.with_panel(
@@ -299,7 +296,7 @@ def _routing_row(dash: dashboard_builders.Dashboard) -> None:
             "percentunit",
             Query(
                 "max by (namespace, service, address_type, dataplane) "
-                f"({sel(f.SERVICE_LOCAL_ROUTING_RATIO.name, CLUSTER, NAMESPACES)})"
+                f"({sel(c, f.SERVICE_LOCAL_ROUTING_RATIO.name, NAMESPACES)})"
             ),
             value_column="local routing ratio",
             width=24,
@@ -308,12 +305,10 @@ def _routing_row(dash: dashboard_builders.Dashboard) -> None:
     )
 
 
-def _what_if_row(dash: dashboard_builders.Dashboard) -> None:
+def _what_if_row(dash: dashboard_builders.Dashboard, c: MonitoringConfig) -> None:
     """The What if row: what a lost zone or one pod more or less would do to the hints."""
     entry = "namespace, service, address_type"
-    margin = (
-        f"max by ({entry}, direction) ({sel(f.SERVICE_ENDPOINT_MARGIN.name, CLUSTER, NAMESPACES)})"
-    )
+    margin = f"max by ({entry}, direction) ({sel(c, f.SERVICE_ENDPOINT_MARGIN.name, NAMESPACES)})"
     dash.with_row(row("What if"))
     dash.with_panel(
         single(
@@ -324,7 +319,7 @@ def _what_if_row(dash: dashboard_builders.Dashboard) -> None:
             "short",
             [
                 Query(
-                    f"sum by (zone) ({sel(f.ZONE_LOSS_SERVICES_LOSING_HINTS.name, CLUSTER)})",
+                    f"sum by (zone) ({sel(c, f.ZONE_LOSS_SERVICES_LOSING_HINTS.name)})",
                     "{{zone}}",
                 )
             ],
@@ -342,7 +337,7 @@ def _what_if_row(dash: dashboard_builders.Dashboard) -> None:
             "short",
             Query(
                 f"max by ({entry}) "
-                f"({sel(f.SERVICE_READY_ENDPOINTS.name, CLUSTER, NAMESPACES)}) "
+                f"({sel(c, f.SERVICE_READY_ENDPOINTS.name, NAMESPACES)}) "
                 f"* on ({entry}) group_left (direction) ({margin} == 0)"
             ),
             value_column="ready endpoints",
@@ -365,7 +360,7 @@ def _what_if_row(dash: dashboard_builders.Dashboard) -> None:
     )
 
 
-def _exporter_row(dash: dashboard_builders.Dashboard) -> None:
+def _exporter_row(dash: dashboard_builders.Dashboard, c: MonitoringConfig) -> None:
     """The Exporter row and its panels."""
     dash.with_row(row("Exporter"))
     dash.with_panel(
@@ -374,7 +369,7 @@ def _exporter_row(dash: dashboard_builders.Dashboard) -> None:
             "Whether the exporter's watch of each Kubernetes resource is established.",
             [
                 Query(
-                    f"min by (resource) ({sel(f.WATCH_UP.name, CLUSTER)})",
+                    f"min by (resource) ({sel(c, f.WATCH_UP.name)})",
                     "{{resource}}",
                 )
             ],
@@ -387,7 +382,7 @@ def _exporter_row(dash: dashboard_builders.Dashboard) -> None:
             "Last evaluation age",
             "Seconds since the exporter last evaluated its snapshot of the cluster.",
             "s",
-            [Query(f"time() - max({sel(f.LAST_EVALUATION_TIMESTAMP_SECONDS.name, CLUSTER)})")],
+            [Query(f"time() - max({sel(c, f.LAST_EVALUATION_TIMESTAMP_SECONDS.name)})")],
             steps=thresholds((None, "green"), (60, "orange"), (300, "red")),
             width=4,
             height=8,
@@ -402,17 +397,17 @@ def _exporter_row(dash: dashboard_builders.Dashboard) -> None:
             [
                 Query(
                     "histogram_quantile(0.5, sum by (le) "
-                    f"(rate({sel(duration + '_bucket', CLUSTER)}[$__rate_interval])))",
+                    f"(rate({sel(c, duration + '_bucket')}[$__rate_interval])))",
                     "p50",
                 ),
                 Query(
                     "histogram_quantile(0.99, sum by (le) "
-                    f"(rate({sel(duration + '_bucket', CLUSTER)}[$__rate_interval])))",
+                    f"(rate({sel(c, duration + '_bucket')}[$__rate_interval])))",
                     "p99",
                 ),
                 Query(
-                    f"sum(rate({sel(duration + '_sum', CLUSTER)}[$__rate_interval])) "
-                    f"/ sum(rate({sel(duration + '_count', CLUSTER)}[$__rate_interval]))",
+                    f"sum(rate({sel(c, duration + '_sum')}[$__rate_interval])) "
+                    f"/ sum(rate({sel(c, duration + '_count')}[$__rate_interval]))",
                     "mean",
                 ),
             ],
@@ -427,7 +422,7 @@ def _exporter_row(dash: dashboard_builders.Dashboard) -> None:
             [
                 Query(
                     "sum by (resource, cause) (increase("
-                    f"{sel(f.WATCH_RESTARTS_TOTAL.name, CLUSTER)}[$__rate_interval]))",
+                    f"{sel(c, f.WATCH_RESTARTS_TOTAL.name)}[$__rate_interval]))",
                     "{{resource}}: {{cause}}",
                 )
             ],
@@ -442,7 +437,7 @@ def _exporter_row(dash: dashboard_builders.Dashboard) -> None:
             "short",
             [
                 Query(
-                    f"max by (resource) ({sel(f.OBJECTS.name, CLUSTER)})",
+                    f"max by (resource) ({sel(c, f.OBJECTS.name)})",
                     "{{resource}}",
                 )
             ],
@@ -457,7 +452,7 @@ def _exporter_row(dash: dashboard_builders.Dashboard) -> None:
             [
                 Query(
                     "sum by (resource) (increase("
-                    f"{sel(f.INVALID_OBJECTS_TOTAL.name, CLUSTER)}[$__rate_interval]))",
+                    f"{sel(c, f.INVALID_OBJECTS_TOTAL.name)}[$__rate_interval]))",
                     "{{resource}}",
                 )
             ],
@@ -473,7 +468,7 @@ def _exporter_row(dash: dashboard_builders.Dashboard) -> None:
             [
                 Query(
                     "sum by (resource, type) (increase("
-                    f"{sel(f.WATCH_EVENTS_TOTAL.name, CLUSTER)}[$__rate_interval]))",
+                    f"{sel(c, f.WATCH_EVENTS_TOTAL.name)}[$__rate_interval]))",
                     "{{resource}}: {{type}}",
                 )
             ],
@@ -488,7 +483,7 @@ def _exporter_row(dash: dashboard_builders.Dashboard) -> None:
             "short",
             [
                 Query(
-                    f"count by (version) ({sel(f.BUILD_INFO.name, CLUSTER)})",
+                    f"count by (version) ({sel(c, f.BUILD_INFO.name)})",
                     "{{version}}",
                 )
             ],
@@ -498,20 +493,20 @@ def _exporter_row(dash: dashboard_builders.Dashboard) -> None:
     )
 
 
-def overview() -> dashboard_builders.Dashboard:
+def overview(c: MonitoringConfig) -> dashboard_builders.Dashboard:
     """Cluster-wide view: node info, zone shares, Services by state, what needs attention."""
     dash = new_dashboard(
         OVERVIEW_UID,
         "Topology hints / Overview",
         "Whether topology-aware routing works in the cluster, and which Services need attention.",
     )
-    dash.with_variable(datasource_variable()).with_variable(cluster_variable())
-    dash.with_variable(namespace_variable(multi=True))
+    dash.with_variable(datasource_variable()).with_variable(cluster_variable(c))
+    dash.with_variable(namespace_variable(c, multi=True))
 
-    _cluster_row(dash)
-    _services_row(dash)
-    _needs_attention_row(dash)
-    _routing_row(dash)
-    _what_if_row(dash)
-    _exporter_row(dash)
+    _cluster_row(dash, c)
+    _services_row(dash, c)
+    _needs_attention_row(dash, c)
+    _routing_row(dash, c)
+    _what_if_row(dash, c)
+    _exporter_row(dash, c)
     return dash

@@ -19,12 +19,12 @@ from grafana_foundation_sdk.models import dashboard as models
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
 from exporter.metrics import families as f
-from exporter.metrics.monitoring import ProxyMode
+from exporter.metrics.monitoring import MonitoringConfig, ProxyMode
 
 # --- Configuration ---------------------------------------------------------------------------
-# Show the `cluster` variable: turn on when one Prometheus (or Thanos / Mimir) holds the series
-# of several clusters, told apart by a `cluster` label.
-SHOW_MULTI_CLUSTER = False
+# The selector, the cluster label, showing the `cluster` variable and the thresholds are the
+# MonitoringConfig every generator shares (exporter/metrics/monitoring.py); these are the
+# dashboards' own.
 TAGS = ["topology-hints", "kubernetes"]
 REFRESH = "1m"
 TIME_FROM = "now-6h"
@@ -36,7 +36,6 @@ NODES_UID = "topology-hints-nodes"
 DATASOURCE = models.DataSourceRef(type_val="prometheus", uid="${datasource}")
 
 # --- Selectors ---------------------------------------------------------------------------------
-CLUSTER = 'cluster="$cluster"'
 NAMESPACES = 'namespace=~"$namespace"'  # multi-value variable on overview and nodes
 NAMESPACE = 'namespace="$namespace"'  # single value on the Service drill-down
 SERVICE = 'service="$service"'
@@ -56,9 +55,21 @@ PROXY_MODE_COLORS = {
 }
 
 
-def sel(metric: str, *matchers: str) -> str:
-    """A vector selector: the metric with its label matchers."""
-    return f"{metric}{{{', '.join(matchers)}}}"
+def cluster(c: MonitoringConfig) -> str:
+    """The matcher of the `cluster` variable. On a single cluster the variable is empty, and
+    `cluster=""` selects the series without the label (kubernetes-mixin's behaviour)."""
+    return f'{c.cluster_label}="$cluster"'
+
+
+def sel(c: MonitoringConfig, metric: str, *matchers: str) -> str:
+    """The exporter's series of `metric` in the selected cluster, with these matchers."""
+    return c.series(metric, cluster(c), *matchers)
+
+
+def rec(c: MonitoringConfig, name: str, *matchers: str) -> str:
+    """A recorded series (alerts/recording.py) of the selected cluster: the recording rules
+    already applied the selector and aggregated the scrape targets away."""
+    return f"{name}{{{', '.join((cluster(c), *matchers))}}}"
 
 
 def service_url() -> str:
@@ -240,30 +251,31 @@ def datasource_variable() -> dashboard_builders.DatasourceVariable:
     )
 
 
-def cluster_variable() -> dashboard_builders.QueryVariable:
-    """The `cluster` label Prometheus adds in multi-cluster setups; hidden otherwise."""
+def cluster_variable(c: MonitoringConfig) -> dashboard_builders.QueryVariable:
+    """The cluster label Prometheus adds in multi-cluster setups. Shown by default: on a single
+    cluster it has no value, and the panels' `cluster=""` matchers select every series."""
     hide = (
-        models.VariableHide.DONT_HIDE if SHOW_MULTI_CLUSTER else models.VariableHide.HIDE_VARIABLE
+        models.VariableHide.DONT_HIDE if c.show_multi_cluster else models.VariableHide.HIDE_VARIABLE
     )
     return (
         dashboard_builders.QueryVariable("cluster")
         .label("Cluster")
         .hide(hide)
         .datasource(DATASOURCE)
-        .query(f"label_values({f.BUILD_INFO.name}, cluster)")
+        .query(f"label_values({c.series(f.BUILD_INFO.name)}, {c.cluster_label})")
         .refresh(models.VariableRefresh.ON_TIME_RANGE_CHANGED)
         .sort(models.VariableSort.ALPHABETICAL_ASC)
         .description("The cluster label of the series (empty in a single-cluster Prometheus).")
     )
 
 
-def namespace_variable(*, multi: bool) -> dashboard_builders.QueryVariable:
+def namespace_variable(c: MonitoringConfig, *, multi: bool) -> dashboard_builders.QueryVariable:
     """Namespaces that have exported Services."""
     variable = (
         dashboard_builders.QueryVariable("namespace")
         .label("Namespace")
         .datasource(DATASOURCE)
-        .query(f"label_values({sel(f.SERVICE_INFO.name, CLUSTER)}, namespace)")
+        .query(f"label_values({sel(c, f.SERVICE_INFO.name)}, namespace)")
         .refresh(models.VariableRefresh.ON_TIME_RANGE_CHANGED)
         .sort(models.VariableSort.ALPHABETICAL_ASC)
         .description("Namespaces with Services the exporter reports on.")
@@ -273,13 +285,13 @@ def namespace_variable(*, multi: bool) -> dashboard_builders.QueryVariable:
     return variable
 
 
-def service_variable() -> dashboard_builders.QueryVariable:
+def service_variable(c: MonitoringConfig) -> dashboard_builders.QueryVariable:
     """Services of the selected namespace."""
     return (
         dashboard_builders.QueryVariable("service")
         .label("Service")
         .datasource(DATASOURCE)
-        .query(f"label_values({sel(f.SERVICE_INFO.name, CLUSTER, NAMESPACE)}, service)")
+        .query(f"label_values({sel(c, f.SERVICE_INFO.name, NAMESPACE)}, service)")
         .refresh(models.VariableRefresh.ON_TIME_RANGE_CHANGED)
         .sort(models.VariableSort.ALPHABETICAL_ASC)
         .description("The Service to drill into.")

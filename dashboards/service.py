@@ -8,7 +8,6 @@ from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as models
 
 from dashboards.panels import (
-    CLUSTER,
     NAMESPACE,
     PROXY_MODE_CODES,
     PROXY_MODE_COLORS,
@@ -30,20 +29,20 @@ from dashboards.panels import (
     value_map,
 )
 from exporter.metrics import families as f
-from exporter.metrics.monitoring import OVERLOAD_LIMIT, PROXY_MODES
+from exporter.metrics.monitoring import PROXY_MODES, MonitoringConfig
 
 
-def svc(metric: str, *extra: str) -> str:
+def svc(c: MonitoringConfig, metric: str, *extra: str) -> str:
     """A selector of the drill-down's Service."""
-    return sel(metric, CLUSTER, NAMESPACE, SERVICE, *extra)
+    return sel(c, metric, NAMESPACE, SERVICE, *extra)
 
 
-def per(labels: str, metric: str, *extra: str) -> str:
+def per(c: MonitoringConfig, labels: str, metric: str, *extra: str) -> str:
     """The Service's series, at most one per value of `labels`."""
-    return f"max by ({labels}) ({svc(metric, *extra)})"
+    return f"max by ({labels}) ({svc(c, metric, *extra)})"
 
 
-def _state_row(dash: dashboard_builders.Dashboard) -> None:
+def _state_row(dash: dashboard_builders.Dashboard, c: MonitoringConfig) -> None:
     """The State row and its panels."""
     dash.with_row(row("State"))
     dash.with_panel(
@@ -54,6 +53,7 @@ def _state_row(dash: dashboard_builders.Dashboard) -> None:
             "none",
             Query(
                 per(
+                    c,
                     "mechanism, traffic_distribution, internal_traffic_policy",
                     f.SERVICE_INFO.name,
                 )
@@ -69,7 +69,7 @@ def _state_row(dash: dashboard_builders.Dashboard) -> None:
             "(no series for mechanism `none`).",
             [
                 Query(
-                    per("address_type", f.SERVICE_EXPECTED_ENABLED.name),
+                    per(c, "address_type", f.SERVICE_EXPECTED_ENABLED.name),
                     "{{address_type}}",
                 )
             ],
@@ -84,7 +84,7 @@ def _state_row(dash: dashboard_builders.Dashboard) -> None:
             "Why the controller refuses `auto` hints, per address type.",
             [
                 Query(
-                    per("address_type, reason", f.SERVICE_DISABLED_REASON.name),
+                    per(c, "address_type, reason", f.SERVICE_DISABLED_REASON.name),
                     "{{address_type}}: {{reason}}",
                 )
             ],
@@ -100,11 +100,11 @@ def _state_row(dash: dashboard_builders.Dashboard) -> None:
             "short",
             [
                 Query(
-                    per("address_type", f.SERVICE_READY_ENDPOINTS.name),
+                    per(c, "address_type", f.SERVICE_READY_ENDPOINTS.name),
                     "ready ({{address_type}})",
                 ),
                 Query(
-                    per("address_type", f.SERVICE_HINTED_ENDPOINTS.name),
+                    per(c, "address_type", f.SERVICE_HINTED_ENDPOINTS.name),
                     "hinted ({{address_type}})",
                 ),
             ],
@@ -119,7 +119,7 @@ def _state_row(dash: dashboard_builders.Dashboard) -> None:
             "percentunit",
             [
                 Query(
-                    per("address_type", f.SERVICE_HINT_COMPLETENESS.name),
+                    per(c, "address_type", f.SERVICE_HINT_COMPLETENESS.name),
                     "{{address_type}}",
                 )
             ],
@@ -137,6 +137,7 @@ def _state_row(dash: dashboard_builders.Dashboard) -> None:
             [
                 Query(
                     per(
+                        c,
                         "address_type, direction",
                         f.SERVICE_NEAREST_FEASIBLE_ENDPOINTS.name,
                     ),
@@ -149,7 +150,7 @@ def _state_row(dash: dashboard_builders.Dashboard) -> None:
     )
 
 
-def _zones_row(dash: dashboard_builders.Dashboard) -> None:
+def _zones_row(dash: dashboard_builders.Dashboard, c: MonitoringConfig) -> None:
     """The Zones row and its panels."""
     dash.with_row(row("Zones"))
     allocation = [
@@ -168,7 +169,8 @@ def _zones_row(dash: dashboard_builders.Dashboard) -> None:
             "short",
             [
                 Query(
-                    per("address_type, zone", metric), f"{{{{zone}}}} {name} ({{{{address_type}}}})"
+                    per(c, "address_type, zone", metric),
+                    f"{{{{zone}}}} {name} ({{{{address_type}}}})",
                 )
                 for name, metric in allocation
             ],
@@ -187,23 +189,23 @@ def _zones_row(dash: dashboard_builders.Dashboard) -> None:
         "Zone load factor",
         "Traffic one endpoint hinted for the zone gets relative to its fair share, when "
         f"traffic follows CPU. 1.0 is fair; the `auto` guard keeps it at or under "
-        f"{OVERLOAD_LIMIT}. A zone with no hinted endpoint has no factor.",
+        f"{c.overload_limit}. A zone with no hinted endpoint has no factor.",
         "none",
         [
             Query(
-                per("address_type, zone", f.ZONE_LOAD_FACTOR.name),
+                per(c, "address_type, zone", f.ZONE_LOAD_FACTOR.name),
                 "{{zone}} ({{address_type}})",
             )
         ],
         width=8,
     )
-    load_factor.decimals(2).thresholds(thresholds((None, "green"), (OVERLOAD_LIMIT, "red")))
+    load_factor.decimals(2).thresholds(thresholds((None, "green"), (c.overload_limit, "red")))
     load_factor.thresholds_style(
         common_builders.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.DASHED)
     )
     dash.with_panel(load_factor)
     mode_expr = " or ".join(
-        per("address_type, zone", f.SERVICE_PROXY_MODE.name, 'mode="' + mode + '"')
+        per(c, "address_type, zone", f.SERVICE_PROXY_MODE.name, 'mode="' + mode + '"')
         + f" * {PROXY_MODE_CODES[mode]}"
         for mode in PROXY_MODES
     )
@@ -229,7 +231,7 @@ def _zones_row(dash: dashboard_builders.Dashboard) -> None:
             "short",
             [
                 Query(
-                    per("address_type, mode", f.SERVICE_PROXY_NODES.name),
+                    per(c, "address_type, mode", f.SERVICE_PROXY_NODES.name),
                     "{{mode}} ({{address_type}})",
                 )
             ],
@@ -239,7 +241,7 @@ def _zones_row(dash: dashboard_builders.Dashboard) -> None:
     )
 
 
-def _routing_row(dash: dashboard_builders.Dashboard) -> None:
+def _routing_row(dash: dashboard_builders.Dashboard, c: MonitoringConfig) -> None:
     """The Effective routing row: what each data plane gives the clients of each zone."""
     dash.with_row(row("Effective routing"))
     dash.with_panel(
@@ -249,7 +251,7 @@ def _routing_row(dash: dashboard_builders.Dashboard) -> None:
             "same-node, same-zone, local (stay local); cluster, mixed (leave the zone); "
             "no-endpoints (clients refused: the data plane fails closed).",
             "short",
-            Query(per("address_type, dataplane, zone, routing", f.SERVICE_ROUTING_NODES.name)),
+            Query(per(c, "address_type, dataplane, zone, routing", f.SERVICE_ROUTING_NODES.name)),
             value_column="nodes",
             width=16,
         )
@@ -259,14 +261,14 @@ def _routing_row(dash: dashboard_builders.Dashboard) -> None:
             "Local routing ratio",
             "Share of Ready nodes whose traffic to the Service stays local, per data plane.",
             "percentunit",
-            Query(per("address_type, dataplane", f.SERVICE_LOCAL_ROUTING_RATIO.name)),
+            Query(per(c, "address_type, dataplane", f.SERVICE_LOCAL_ROUTING_RATIO.name)),
             value_column="local routing ratio",
             width=8,
         )
     )
 
 
-def _changes_row(dash: dashboard_builders.Dashboard) -> None:
+def _changes_row(dash: dashboard_builders.Dashboard, c: MonitoringConfig) -> None:
     """The Changes row and its panels."""
     dash.with_row(row("Changes"))
     dash.with_panel(
@@ -277,7 +279,7 @@ def _changes_row(dash: dashboard_builders.Dashboard) -> None:
             "catches up.",
             [
                 Query(
-                    per("address_type, kind", f.SERVICE_DRIFT.name),
+                    per(c, "address_type, kind", f.SERVICE_DRIFT.name),
                     "{{kind}} ({{address_type}})",
                 )
             ],
@@ -293,7 +295,7 @@ def _changes_row(dash: dashboard_builders.Dashboard) -> None:
             [
                 Query(
                     "sum by (address_type) (increase("
-                    f"{svc(f.SERVICE_STATE_CHANGES_TOTAL.name)}[$__rate_interval]))",
+                    f"{svc(c, f.SERVICE_STATE_CHANGES_TOTAL.name)}[$__rate_interval]))",
                     "{{address_type}}",
                 )
             ],
@@ -307,14 +309,14 @@ def _changes_row(dash: dashboard_builders.Dashboard) -> None:
             "Age of the last TopologyAwareHintsEnabled / TopologyAwareHintsDisabled event the "
             "EndpointSlice controller recorded on this Service.",
             "s",
-            Query("time() - " + per("reason", f.SERVICE_LAST_EVENT_TIMESTAMP_SECONDS.name)),
+            Query("time() - " + per(c, "reason", f.SERVICE_LAST_EVENT_TIMESTAMP_SECONDS.name)),
             value_column="age",
             width=8,
         )
     )
 
 
-def service() -> dashboard_builders.Dashboard:
+def service(c: MonitoringConfig) -> dashboard_builders.Dashboard:
     """One Service: allocation per zone against hints, endpoints, kube-proxy modes, drift."""
 
     dash = new_dashboard(
@@ -323,11 +325,11 @@ def service() -> dashboard_builders.Dashboard:
         "One Service: expected allocation per zone against the hints it has, and what "
         "kube-proxy does with them.",
     )
-    dash.with_variable(datasource_variable()).with_variable(cluster_variable())
-    dash.with_variable(namespace_variable(multi=False)).with_variable(service_variable())
+    dash.with_variable(datasource_variable()).with_variable(cluster_variable(c))
+    dash.with_variable(namespace_variable(c, multi=False)).with_variable(service_variable(c))
 
-    _state_row(dash)
-    _zones_row(dash)
-    _routing_row(dash)
-    _changes_row(dash)
+    _state_row(dash, c)
+    _zones_row(dash, c)
+    _routing_row(dash, c)
+    _changes_row(dash, c)
     return dash

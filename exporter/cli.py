@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import re
 import sys
 from collections.abc import Sequence
@@ -22,9 +23,12 @@ from exporter.engine.profile import (
     parse_gates,
     parse_minor,
 )
+from exporter.engine.whatif import MAX_SCENARIO_COUNT
 from exporter.overview import (
     NODES,
+    SERVICES,
     exit_status,
+    missing_error,
     missing_kinds,
     missing_warnings,
     select,
@@ -35,6 +39,7 @@ from exporter.overview import (
 from exporter.quantity import parse_quantity
 from exporter.runtime import tune_garbage_collector
 from exporter.snapshot import DEFAULT_MAX_INPUT_BYTES, Snapshot, SnapshotError, load_snapshot
+from exporter.terminal import json_printable, printable
 
 if TYPE_CHECKING:
     from exporter.engine import Evaluation
@@ -115,7 +120,8 @@ def _add_scope_arguments(explain: argparse.ArgumentParser) -> None:
     explain.add_argument(
         "--problems",
         action="store_true",
-        help="only Services whose hints are off, partial, ineffective, drifting or misconfigured",
+        help="only Services whose hints are off, partial, fail closed, ineffective, drifting or "
+        "misconfigured",
     )
 
 
@@ -279,7 +285,8 @@ def _add_what_if_parser(commands: argparse._SubParsersAction[argparse.ArgumentPa
         dest="scale",
         metavar="NAMESPACE/NAME=N",
         action=_ScenarioStepAction,
-        help="set the Service's ready endpoints to N (repeatable; steps apply in order)",
+        help="set the Service's ready endpoints to N, at most "
+        f"{MAX_SCENARIO_COUNT:,} (repeatable; steps apply in order)",
     )
     what_if.add_argument(
         "--rollout",
@@ -287,12 +294,16 @@ def _add_what_if_parser(commands: argparse._SubParsersAction[argparse.ArgumentPa
         help="check a rolling update of this Service's workload after the steps",
     )
     what_if.add_argument(
-        "--max-surge", metavar="S", help="the rollout's maxSurge: a count or a percentage (25%%)"
+        "--max-surge",
+        metavar="S",
+        help="the rollout's maxSurge: a count or a percentage (25%%), "
+        f"at most {MAX_SCENARIO_COUNT:,} endpoints",
     )
     what_if.add_argument(
         "--max-unavailable",
         metavar="U",
-        help="the rollout's maxUnavailable: a count or a percentage (25%%)",
+        help="the rollout's maxUnavailable: a count or a percentage (25%%), "
+        f"at most {MAX_SCENARIO_COUNT:,} endpoints",
     )
     what_if.add_argument(
         "--all", action="store_true", help="also print the Services that do not change"
@@ -521,7 +532,7 @@ def _missing_kinds(snapshot: Snapshot) -> list[str]:
 
 
 def _warn(message: str) -> None:
-    print(f"{PROG}: warning: {message}", file=sys.stderr)  # noqa: T201
+    print(f"{PROG}: warning: {printable(message, newlines=False)}", file=sys.stderr)  # noqa: T201
 
 
 def _run_evaluate(args: argparse.Namespace) -> int:
@@ -533,7 +544,7 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         _warn(note)
     evaluation = snapshot.evaluate(dataplanes, profile)
     # Written piece by piece: the whole document would be the command's peak memory.
-    sys.stdout.buffer.writelines(formatted_evaluation_document(evaluation))
+    sys.stdout.buffer.writelines(map(json_printable, formatted_evaluation_document(evaluation)))
     sys.stdout.buffer.write(b"\n")
     sys.stdout.flush()
     return 0
@@ -570,6 +581,17 @@ def _scope(args: argparse.Namespace) -> tuple[str | None, str | None]:
     return namespace, service
 
 
+def _check_namespace(snapshot: Snapshot, namespace: str, where: str) -> None:
+    """A namespace without a single Service is bad input, not a pass: `-n shpo` in a CI
+    gate would otherwise pass for ever (kubectl says "No resources found" and exits 0)."""
+    known = {service.namespace for service in snapshot.services}
+    if namespace in known:
+        return
+    close = difflib.get_close_matches(namespace, sorted(known), n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    raise CommandError(f"no Service in namespace {namespace} in {where}{hint}")
+
+
 def _run_explain(args: argparse.Namespace) -> int:
     from exporter.explain import ExplainOptions, explain_text  # noqa: PLC0415
 
@@ -581,6 +603,8 @@ def _run_explain(args: argparse.Namespace) -> int:
         verdicts = select(evaluation, namespace, name)
     except LookupError as error:
         raise CommandError(f"{error.args[0]} in {where}") from None
+    if namespace is not None and not verdicts and SERVICES not in missing:
+        _check_namespace(snapshot, namespace, where)
     if args.output == "json":
         # Text output carries the warnings itself; JSON must stay JSON.
         for warning in missing_warnings(missing):
@@ -593,7 +617,7 @@ def _run_explain(args: argparse.Namespace) -> int:
         else:
             wide = args.output == "wide"
             text = summary_text(verdicts, missing, only_problems=args.problems, wide=wide)
-            sys.stdout.write(text)
+            sys.stdout.write(printable(text))
         return status
     scope = f" in namespace {namespace}" if namespace is not None else ""
     nothing = f"No Service with EndpointSlices{scope} in {where}."
@@ -608,8 +632,9 @@ def _run_explain(args: argparse.Namespace) -> int:
         color=color,
         missing=missing,
         zone_loss=None if missing else _zone_loss(snapshot, evaluation),
+        zone_loss_skipped=_zone_loss_skipped(snapshot),
     )
-    sys.stdout.write(explain_text(evaluation, verdicts, options, nothing))
+    sys.stdout.write(printable(explain_text(evaluation, verdicts, options, nothing), colour=color))
     return status
 
 
@@ -633,6 +658,12 @@ def _zone_loss(snapshot: Snapshot, evaluation: Evaluation) -> dict[str, int]:
     return whatif.services_losing_hints(forecasts, views)
 
 
+def _zone_loss_skipped(snapshot: Snapshot) -> int:
+    from exporter.engine import whatif  # noqa: PLC0415
+
+    return whatif.zone_loss_beyond_cap(snapshot.nodes)
+
+
 def _run_what_if(args: argparse.Namespace) -> int:
     from exporter import whatif_report as report  # noqa: PLC0415
     from exporter.engine import whatif  # noqa: PLC0415
@@ -641,8 +672,10 @@ def _run_what_if(args: argparse.Namespace) -> int:
     if (args.max_surge or args.max_unavailable) and not args.rollout:
         raise CommandError("--max-surge and --max-unavailable describe a --rollout")
     snapshot, missing, _where, profile = _read_input(args)
-    for warning in missing_warnings(missing):
-        _warn(warning)
+    if missing:
+        # Every answer needs all three kinds (zone shares, Services, their endpoints): exit 2
+        # with explain's sentence rather than answer from what is not there.
+        raise CommandError(missing_error(missing))
     for note in profile.notes():
         _warn(note)
     cluster = whatif.Cluster(
@@ -668,9 +701,8 @@ def _run_what_if(args: argparse.Namespace) -> int:
     if args.output == "json":
         _print_json(report.what_if_document(result, rollouts, show_all=args.all))
     else:
-        sys.stdout.write(
-            report.what_if_text(result, rollouts, ExplainOptions(color=False), show_all=args.all)
-        )
+        text = report.what_if_text(result, rollouts, ExplainOptions(color=False), show_all=args.all)
+        sys.stdout.write(printable(text))
     return report.exit_status(result, rollouts)
 
 
@@ -688,7 +720,8 @@ def _scenario_step(kind: str, value: str) -> ScenarioStep:
 def _print_json(document: object) -> None:
     # msgspec's encoder: the stdlib's indenting encoder is pure Python and takes seconds
     # on a 10,000-Service document.
-    sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(document), indent=2) + b"\n")
+    encoded = msgspec.json.format(msgspec.json.encode(document), indent=2)
+    sys.stdout.buffer.write(json_printable(encoded) + b"\n")
     sys.stdout.flush()
 
 
@@ -707,7 +740,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return runners[args.command](args)
     except (SnapshotError, CommandError) as error:
-        print(f"{PROG}: error: {error}", file=sys.stderr)  # noqa: T201
+        print(f"{PROG}: error: {printable(str(error), newlines=False)}", file=sys.stderr)  # noqa: T201
         return EXIT_USAGE
     except BrokenPipeError:
         # `... | head` closed the pipe: not an error worth a traceback.

@@ -132,9 +132,10 @@ class _Hints(msgspec.Struct, gc=False):
 
 
 class _EndpointConditions(msgspec.Struct, gc=False):
-    # One field per condition the rules read; add serving/terminating here as needed.
+    # One field per condition the rules read.
     ready: bool | None = None
     terminating: bool | None = None
+    serving: bool | None = None
 
 
 class _Endpoint(msgspec.Struct, gc=False):
@@ -443,6 +444,7 @@ _ENDPOINT_FIELDS = (
     "zone_hints",
     "node_hints",
     "terminating",
+    "serving",
 )
 if (
     tuple(field.name for field in dataclasses.fields(Endpoint)) != _ENDPOINT_FIELDS
@@ -458,9 +460,16 @@ def _endpoints(raws: list[_Endpoint] | None) -> tuple[Endpoint, ...]:
     if not raws:
         return ()
     intern, names, new = _intern, _names, object.__new__
-    set_address, set_ready, set_zone, set_node, set_zone_hints, set_node_hints, set_terminating = (
-        _SET_ENDPOINT_FIELDS
-    )
+    (
+        set_address,
+        set_ready,
+        set_zone,
+        set_node,
+        set_zone_hints,
+        set_node_hints,
+        set_terminating,
+        set_serving,
+    ) = _SET_ENDPOINT_FIELDS
     endpoints: list[Endpoint] = []
     append = endpoints.append
     for raw in raws:
@@ -476,9 +485,11 @@ def _endpoints(raws: list[_Endpoint] | None) -> tuple[Endpoint, ...]:
         if conditions is None:
             set_ready(endpoint, None)
             set_terminating(endpoint, None)
+            set_serving(endpoint, None)
         else:
             set_ready(endpoint, conditions.ready)
             set_terminating(endpoint, conditions.terminating)
+            set_serving(endpoint, conditions.serving)
         set_zone(endpoint, intern(zone) if zone is not None else None)
         set_node(endpoint, intern(node_name) if node_name is not None else None)
         if hints is None:

@@ -47,6 +47,7 @@ from exporter.engine.whatif import (
     Feasibility,
     ZoneLossView,
     service_forecasts,
+    zone_loss_beyond_cap,
     zone_loss_views,
 )
 from exporter.store import Changes, ClusterStore, ControllerEvent, ServiceKey
@@ -113,6 +114,9 @@ class ExporterState:
         default_factory=lambda: Feasibility(ClusterCapacity(sufficient=False))
     )
     zone_loss_views: tuple[ZoneLossView, ...] = ()
+    # The zone labels of the cluster's Nodes when more than MAX_ZONE_LOSS_ZONES: no
+    # zone-loss forecast is made then (and zone_loss_views is empty); 0 otherwise.
+    zone_loss_skipped: int = 0
     # Services whose result was added, replaced or removed since generation - 1 (a
     # renderer that saw that generation updates only these); None when unknown.
     changed: frozenset[ServiceKey] | None = None
@@ -192,6 +196,7 @@ class Evaluator:
         self._nodes: tuple[Node, ...] = ()
         # Which node is in which zone: zone-loss views also depend on not-Ready nodes.
         self._zone_membership: frozenset[tuple[str, str]] = frozenset()
+        self._zone_loss_skipped = 0
         self._listeners: list[Callable[[ExporterState], None]] = []
         # One log line when a Service's verdict changes, rate-limited per Service.
         self.transitions = TransitionLog()
@@ -282,6 +287,7 @@ class Evaluator:
             generation=previous.generation + 1,
             feasibility=view.feasibility,
             zone_loss_views=view.zone_loss_views,
+            zone_loss_skipped=self._zone_loss_skipped,
             changed=frozenset(changed),
             profile=self._profile,
         )
@@ -312,6 +318,7 @@ class Evaluator:
                 moved = _Moved.SHARES if same_nodes else _Moved.NODES
                 feasibility = Feasibility(capacity)
                 views = zone_loss_views(nodes, views if same_nodes else (), self._profile)
+                self._zone_loss_skipped = zone_loss_beyond_cap(nodes)
                 # Which nodes each view removes follows from zone membership alone.
                 same_zone_loss = membership == self._zone_membership
                 self._zone_membership = membership

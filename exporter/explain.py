@@ -40,7 +40,7 @@ from exporter.engine.mechanism import deciding_annotation
 from exporter.engine.model import ZONE_LABEL
 from exporter.engine.profile import NEWEST_MINOR, Component, Profile, Source, kube_proxy_effect
 from exporter.engine.reasons import HINTS_DISABLED_EVENT, HINTS_ENABLED_EVENT
-from exporter.engine.whatif import Feasibility, Margin, endpoint_margin
+from exporter.engine.whatif import MAX_ZONE_LOSS_ZONES, Feasibility, Margin, endpoint_margin
 from exporter.overview import NODES, missing_warnings
 
 LABEL_WIDTH = 19
@@ -67,7 +67,10 @@ _CONTROLLER_LAG = (
 _MODE_TEXT = {
     ProxyMode.PREFER_SAME_ZONE: "prefers endpoints hinted for this zone",
     ProxyMode.CLUSTER: "uses every ready endpoint of the cluster",
-    ProxyMode.LOCAL: "in-cluster traffic stays on the node (internalTrafficPolicy: Local)",
+    ProxyMode.LOCAL: (
+        "in-cluster traffic goes only to an endpoint on the client's own node "
+        "(internalTrafficPolicy: Local); a node without one drops it"
+    ),
     ProxyMode.PREFER_SAME_NODE: "prefers endpoints hinted for the node itself",
 }
 
@@ -86,6 +89,8 @@ class ExplainOptions:
     missing: Mapping[str, str] = dataclass_field(default_factory=dict)
     # Zone -> Services whose hints losing that zone would take away (None: not computed).
     zone_loss: Mapping[str, int] | None = None
+    # The cluster's zone labels when too many for a zone-loss forecast (0: not skipped).
+    zone_loss_skipped: int = 0
 
     def paint(self, text: str, tone: Tone) -> str:
         """Wrap text in an ANSI colour when colour is on; never emit a code otherwise."""
@@ -276,6 +281,8 @@ def cluster_lines(evaluation: Evaluation, options: ExplainOptions) -> list[str]:
 
 def zone_loss_lines(options: ExplainOptions) -> list[str]:
     """What losing each zone would do (section 11), so a zone failure holds no surprise."""
+    if options.zone_loss_skipped:
+        return [field("Zone loss", zone_loss_skipped_text(options.zone_loss_skipped))]
     if not options.zone_loss:
         return []
     losing = {zone: count for zone, count in options.zone_loss.items() if count}
@@ -286,6 +293,14 @@ def zone_loss_lines(options: ExplainOptions) -> list[str]:
         for zone, count in losing.items()
     ]
     return fields("Zone loss", [options.paint(text, Tone.WARN) for text in texts])
+
+
+def zone_loss_skipped_text(zones: int) -> str:
+    """Why no zone-loss forecast is shown; the status page says the same."""
+    return (
+        f"not forecast: {zones:,} zone labels, more than the {MAX_ZONE_LOSS_ZONES} "
+        "a forecast covers (its cost grows as zones x nodes)"
+    )
 
 
 def zone_share_lines(capacity: ClusterCapacity) -> list[str]:
@@ -545,7 +560,13 @@ def proxy_lines(
 ) -> list[str]:
     proxy = verdict.proxy
     if not proxy.by_zone:
-        return ["not proxied (headless or ExternalName Service, or not an IP address type)"]
+        return reflow(
+            "not proxied (headless or ExternalName Service, or not an IP address type): no "
+            "data plane reads its hints, so they count as no problem and never fail the exit "
+            "status",
+            options,
+            hang="",
+        )
     width = max(len(zone_name(zone)) for zone in proxy.by_zone)
     lines = []
     for zone, mode in proxy.by_zone.items():
@@ -750,22 +771,61 @@ def routing_text(dataplane: DataPlane, view: RoutingView, nodes: ReadyNodes) -> 
     groups = sorted(
         routing_groups(view).items(), key=lambda item: (not item[0][0].stays_local, item[0][0])
     )
-    parts = []
-    for (routing, zone_routing), (count, zones) in groups:
+    # Local routings are counted once each, whether zones or node exceptions hold them.
+    local_counts: dict[Routing, int] = {}
+    for (routing, _), (count, _) in groups:
         if routing.stays_local:
-            local = " (internalTrafficPolicy: Local)" if routing is Routing.LOCAL else ""
-            parts.append(f"{routing} on {count} of {total} nodes{local}")
-            continue
-        where = (
-            "every node" if count == total else f"{count} of {total} nodes ({zone_names(zones)})"
-        )
-        cause = cause_text(dataplane, zone_routing, zones) if zone_routing else ""
-        parts.append(f"{_ROUTING_WORDS.get(routing, str(routing))} on {where}: {cause}")
+            local_counts[routing] = local_counts.get(routing, 0) + count
+    parts = []
+    for routing, count in local_counts.items():
+        local = " (internalTrafficPolicy: Local)" if routing is Routing.LOCAL else ""
+        parts.append(f"{routing} on {count} of {total} nodes{local}")
+    # "the other 1497" reads right only beside a single local count.
+    others = len(local_counts) == 1
+    failed_closed = False
+    for (routing, zone_routing), (count, zones) in groups:
+        if not routing.stays_local:
+            where = Where(count, total, zones, others=others)
+            parts.append(non_local_text(dataplane, routing, zone_routing, where))
+            failed_closed = failed_closed or (
+                routing is Routing.NO_ENDPOINTS and not dropped_by_policy(zone_routing)
+            )
     routings = {routing for (routing, _), _ in groups}
     tone = Tone.GOOD if all(routing.stays_local for routing in routings) else Tone.WARN
-    if Routing.NO_ENDPOINTS in routings:
+    if failed_closed:
         tone = Tone.BAD
     return "; ".join(parts), tone
+
+
+def dropped_by_policy(zone_routing: ZoneRouting | None) -> bool:
+    return zone_routing is not None and zone_routing.cause is Cause.NO_LOCAL_ENDPOINT
+
+
+@dataclass(frozen=True, slots=True)
+class Where:
+    """A group of clients: how many of all, in which zones."""
+
+    count: int
+    total: int
+    zones: Sequence[str]
+    # The local clients are counted in one part before: "the other N" reads right.
+    others: bool = False
+
+
+def non_local_text(
+    dataplane: DataPlane, routing: Routing, zone_routing: ZoneRouting | None, where: Where
+) -> str:
+    """Where the traffic of a group of clients does not stay local, and why."""
+    count, total, zones = where.count, where.total, where.zones
+    cause = cause_text(dataplane, zone_routing, zones) if zone_routing else ""
+    if dropped_by_policy(zone_routing):
+        # The policy at work, not a hint failure: "dropped on the other 1497".
+        if count == total:
+            return f"dropped on every node: {cause}"
+        nodes = f"the other {count}" if where.others else f"{count} of {total} nodes"
+        return f"dropped on {nodes}: {cause}"
+    nodes = "every node" if count == total else f"{count} of {total} nodes ({zone_names(zones)})"
+    return f"{_ROUTING_WORDS.get(routing, str(routing))} on {nodes}: {cause}"
 
 
 def zone_names(zones: Sequence[str]) -> str:
@@ -797,6 +857,10 @@ def cause_text(dataplane: DataPlane, zone_routing: ZoneRouting, zones: Sequence[
 
 _CAUSE_TEXT = {
     Cause.NO_READY_ENDPOINTS: "the Service has no ready endpoint",
+    Cause.NO_LOCAL_ENDPOINT: (
+        "internalTrafficPolicy: Local sends in-cluster traffic only to an endpoint on the "
+        "client's own node, and these nodes run none"
+    ),
     Cause.HINTS_IGNORED: (
         "{dataplane} ignores every hint (Cilium's enable-service-topology is off by default; "
         "turn it on, cilium issue 25283)"

@@ -8,11 +8,24 @@ from typing import Literal
 
 import structlog
 
+from exporter.terminal import printable
+
 LogFormat = Literal["json", "console"]
 
 
 def default_format() -> LogFormat:
     return "console" if sys.stdout.isatty() else "json"
+
+
+def _printable_values(
+    _logger: object, _method: str, event: structlog.typing.EventDict
+) -> structlog.typing.EventDict:
+    """Console lines show cluster strings' control characters as escapes (JSON lines
+    escape them already); a traceback keeps its line breaks."""
+    return {
+        key: printable(value, newlines=key == "exception") if isinstance(value, str) else value
+        for key, value in event.items()
+    }
 
 
 def configure_logging(level: str = "info", log_format: LogFormat | None = None) -> None:
@@ -28,6 +41,7 @@ def configure_logging(level: str = "info", log_format: LogFormat | None = None) 
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
+            *((_printable_values,) if fmt == "console" else ()),
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(

@@ -17,6 +17,7 @@ from exporter.engine import (
     ExpectedState,
     Mechanism,
     ProxyMode,
+    Routing,
     ServiceVerdict,
 )
 
@@ -32,9 +33,9 @@ EXIT_INCOMPLETE = 2
 _WITHOUT = {
     NODES: (
         "the zones' CPU shares and each node's zone are unknown, so no auto verdict (enabled "
-        "or refused), replica advice or kube-proxy mode can be told; mechanisms, config "
-        "issues, the hints in place and trafficDistribution verdicts (which never depend on "
-        "Nodes) are shown"
+        "or refused), replica advice, kube-proxy mode or what-if answer can be told, only "
+        "mechanisms, config issues, the hints in place and trafficDistribution verdicts "
+        "(which never depend on Nodes)"
     ),
     SERVICES: (
         "no EndpointSlice can be tied to a Service's annotation or trafficDistribution, so "
@@ -54,6 +55,7 @@ _MISSPELLED_REQUESTS = frozenset(
     }
 )
 _FOLLOWING_HINTS = frozenset({ProxyMode.PREFER_SAME_ZONE, ProxyMode.PREFER_SAME_NODE})
+_FOLLOWING_ROUTINGS = frozenset({Routing.SAME_ZONE, Routing.SAME_NODE})
 
 
 class Problem(StrEnum):
@@ -62,7 +64,9 @@ class Problem(StrEnum):
     UNKNOWN = "unknown"  # its verdict needs objects the input lacks
     OFF = "off"  # the controller removes (or would remove) every hint
     PARTIAL = "partial"  # some ready endpoints lack hints: kube-proxy ignores them all
-    INEFFECTIVE = "ineffective"  # hints are on, but no node's kube-proxy follows them
+    # A configured data plane gives some clients no endpoint although ready ones exist.
+    FAILS_CLOSED = "fails-closed"
+    INEFFECTIVE = "ineffective"  # hints are on, but a configured data plane follows them nowhere
     DRIFTING = "drifting"  # the hints in place differ from what the controller should write
     CONFIG = "config"  # a config issue (shadowing annotation, unknown value, ...)
 
@@ -78,6 +82,10 @@ def asks_for_hints(verdict: ServiceVerdict) -> bool:
 
 
 def problems(verdict: ServiceVerdict, *, nodes_known: bool = True) -> tuple[Problem, ...]:
+    if not verdict.proxied:
+        # Headless, ExternalName or not an IP address type: no data plane reads its hints, so
+        # whether they are written, complete or drifting changes no client's traffic.
+        return (Problem.CONFIG,) if verdict.config_issues else ()
     found: list[Problem] = []
     if not nodes_known and verdict.mechanism is Mechanism.AUTO:
         found.append(Problem.UNKNOWN)
@@ -87,6 +95,8 @@ def problems(verdict: ServiceVerdict, *, nodes_known: bool = True) -> tuple[Prob
     partial = completeness is not None and 0 < completeness < 1
     if partial:
         found.append(Problem.PARTIAL)
+    if nodes_known and fails_closed(verdict):
+        found.append(Problem.FAILS_CLOSED)
     if nodes_known and not partial and ineffective(verdict):
         found.append(Problem.INEFFECTIVE)
     if verdict.drift and (nodes_known or verdict.mechanism is not Mechanism.AUTO):
@@ -97,18 +107,34 @@ def problems(verdict: ServiceVerdict, *, nodes_known: bool = True) -> tuple[Prob
 
 
 def ineffective(verdict: ServiceVerdict) -> bool:
-    """Hints are expected and there are endpoints, yet no node's kube-proxy follows hints."""
+    """Hints are expected and there are endpoints, yet some configured data plane routes no
+    client by them (same-node or same-zone): the status page's "traffic leaves its zone".
+
+    `local` does not count: under internalTrafficPolicy Local the policy, not the hints,
+    decides. Without routing (an evaluation with no data plane), kube-proxy's modes decide.
+    """
     if verdict.expected_state is not ExpectedState.ENABLED or verdict.ready_endpoints == 0:
         return False
+    views = [view for view in verdict.routing.values() if view.applies]
+    if views:
+        return any(
+            not any(_FOLLOWING_ROUTINGS.intersection(counts) for counts in view.nodes.values())
+            for view in views
+        )
     proxy = verdict.proxy
     return not proxy.same_node and not _FOLLOWING_HINTS.intersection(proxy.by_zone.values())
+
+
+def fails_closed(verdict: ServiceVerdict) -> bool:
+    """A configured data plane refuses some clients (not internalTrafficPolicy's drop)."""
+    return any(view.no_endpoint_nodes()[0] for view in verdict.routing.values())
 
 
 def gets_hints(verdict: ServiceVerdict) -> bool:
     """The Service's hints are written and followed (or it does not ask for any)."""
     if not asks_for_hints(verdict):
         return True
-    gating = {Problem.OFF, Problem.PARTIAL, Problem.INEFFECTIVE}
+    gating = {Problem.OFF, Problem.PARTIAL, Problem.FAILS_CLOSED, Problem.INEFFECTIVE}
     return verdict.mechanism is not Mechanism.NONE and not gating.intersection(problems(verdict))
 
 
@@ -292,3 +318,8 @@ def missing_kinds(nodes: int, services: int, endpoint_slices: int) -> list[str]:
 def missing_warnings(missing: Mapping[str, str]) -> list[str]:
     """One sentence per missing kind: what is missing, why, and what that leaves unknown."""
     return [f"{why}: {_WITHOUT[kind]}" for kind, why in missing.items()]
+
+
+def missing_error(missing: Mapping[str, str]) -> str:
+    """The same sentences on one line: what `what-if` exits 2 with, as `explain` does."""
+    return "; ".join(missing_warnings(missing))

@@ -19,6 +19,12 @@ class Resource(StrEnum):
     EVENTS = "events"
 
 
+# Resources the exporter works without (RBAC often lacks them): a failing watch of one costs
+# only its own metrics, so it is a warning (TopologyHintsExporterOptionalWatchDown), not the
+# critical TopologyHintsExporterWatchDown, and its informer does not gate readiness.
+OPTIONAL_RESOURCES: frozenset[Resource] = frozenset({Resource.EVENTS})
+
+
 WatchEventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]
 WATCH_EVENT_TYPES: tuple[WatchEventType, ...] = get_args(WatchEventType)
 # The `type` label of an event type outside the known set: an unknown type from the API

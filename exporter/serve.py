@@ -11,8 +11,9 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 from prometheus_client import CollectorRegistry, disable_created_metrics
@@ -22,6 +23,7 @@ from prometheus_client.registry import Collector
 from exporter import __version__
 from exporter.engine import DEFAULT_DATAPLANES, DataPlane
 from exporter.engine.profile import Profile, ProfileError, ProfileFlags
+from exporter.engine.whatif import MAX_ZONE_LOSS_ZONES
 from exporter.evaluator import Evaluator
 from exporter.logs import LogFormat, configure_logging
 from exporter.metrics.collector import (
@@ -45,9 +47,6 @@ from exporter.store import ClusterStore
 from exporter.web.app import StatusPages
 from exporter.web.render import WatchHealth
 from exporter.webconfig import WebConfig, load_web_config, tls_from_flags
-
-if TYPE_CHECKING:
-    from _typeshed.wsgi import WSGIApplication
 
 logger = structlog.get_logger("exporter")
 
@@ -117,20 +116,14 @@ def service_filter(options: ServeOptions) -> Callable[[str, str], bool]:
     return accepts
 
 
-def _dataplanes(options: ServeOptions) -> tuple[tuple[DataPlane, ...], str, int | None]:
+def _dataplanes(
+    options: ServeOptions, transport: KubeTransport | None
+) -> tuple[tuple[DataPlane, ...], str, int | None]:
     """The data planes to evaluate, where they came from (flag, or detected at start), and
     kube-proxy's minor version when detection read it."""
-    if not options.detect_dataplanes or options.snapshot is not None:
+    if not options.detect_dataplanes or transport is None:
         return options.dataplanes, FLAG, None
-    try:
-        transport = KubeTransport(api_client(options.kubeconfig, options.context))
-    except ConfigError:
-        # start() reports the broken configuration itself, in its one line.
-        return options.dataplanes, FLAG, None
-    try:
-        return detect_dataplanes(transport, options.informer.timeouts, options.dataplanes)
-    finally:
-        transport.close()
+    return detect_dataplanes(transport, options.informer.timeouts, options.dataplanes)
 
 
 class Exporter:
@@ -138,8 +131,16 @@ class Exporter:
 
     def __init__(self, options: ServeOptions) -> None:
         self.options = options
+        # The whole configuration is read before the port is bound (at the end): a broken
+        # web configuration, kubeconfig or snapshot is reported as itself, never as a
+        # conflict with whatever else holds the port.
+        web = self._web_config()
+        tls = web.tls.context() if web.tls is not None else None
+        self._transport: KubeTransport | None = None
+        if options.snapshot is None:
+            self._transport = KubeTransport(api_client(options.kubeconfig, options.context))
         self.store = ClusterStore(accepts_service=service_filter(options))
-        dataplanes, source, self._kube_proxy_minor = _dataplanes(options)
+        dataplanes, source, self._kube_proxy_minor = _dataplanes(options, self._transport)
         # _created series double every counter's cardinality and no alert or dashboard uses
         # them (kube-state-metrics does not expose them either).
         disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -166,7 +167,6 @@ class Exporter:
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._transport: KubeTransport | None = None
         self._started_at = time.time()
         # resource -> when it stopped being readable (wall clock, shown by /readyz).
         self._down_since: dict[str, float] = {}
@@ -208,19 +208,26 @@ class Exporter:
             lambda: self.evaluator.state,
             readiness=self.readiness,
             watches=self.watch_health,
-            source=f"snapshot {options.snapshot}" if options.snapshot else "Kubernetes API",
+            # The file's name, not its path: the page answers anyone who reaches the port,
+            # and folders name users and layouts (docs/cli.md, the status page).
+            source=f"snapshot {Path(options.snapshot).name}"
+            if options.snapshot
+            else "Kubernetes API",
             external_url=options.external_url,
         )
         self.routes = default_routes(metrics, ready=self.readiness, healthy=self.liveness)
         # The status pages answer every path the table does not name: /, /services/...,
         # /api/v1/... and their static files.
         self.routes["/*"] = self.pages
-        web = self._web_config()
+        if options.snapshot is not None:
+            self._load_snapshot(options.snapshot)
         self.server = MetricsServer(
-            self._app(web),
+            make_app(self.routes),
             options.listen_address,
-            tls=web.tls.context() if web.tls is not None else None,
+            tls=tls,
             headers=web.headers,
+            expensive=metrics.expensive,
+            auth=BasicAuth(web.basic_auth_users) if web.basic_auth_users else None,
         )
 
     # -- the Kubernetes profile (behaviour §12) ---------------------------------------------------
@@ -283,10 +290,6 @@ class Exporter:
             )
         )
 
-    def _app(self, web: WebConfig) -> WSGIApplication:
-        app = make_app(self.routes)
-        return BasicAuth(app, web.basic_auth_users) if web.basic_auth_users else app
-
     # -- probes ------------------------------------------------------------------------------
 
     def readiness(self) -> tuple[bool, str]:
@@ -345,12 +348,8 @@ class Exporter:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        if self.options.snapshot is not None:
-            self._load_snapshot(self.options.snapshot)
-        else:
-            self._start_informers(
-                KubeTransport(api_client(self.options.kubeconfig, self.options.context))
-            )
+        if self._transport is not None:
+            self._start_informers(self._transport)
         self._spawn("evaluator", self._evaluate_loop)
         self.server.start()
         logger.info(
@@ -394,7 +393,6 @@ class Exporter:
         self.store.replace_endpoint_slices(snapshot.endpoint_slices)
 
     def _start_informers(self, transport: KubeTransport) -> None:
-        self._transport = transport
         self._read_profile(transport, lenient=False)
         resource_sinks = sinks(self.store)
         resource_sinks[NODES.resource] = self._relisting_nodes(
@@ -435,6 +433,12 @@ class Exporter:
                 gc.freeze()
                 self._ready.set()
                 logger.info("ready", **self.store.counts())
+                if self.evaluator.state.zone_loss_skipped:
+                    logger.warning(
+                        "zone-loss forecast not made: too many zone labels",
+                        zones=self.evaluator.state.zone_loss_skipped,
+                        cap=MAX_ZONE_LOSS_ZONES,
+                    )
             self.store.wait_for_changes(0.5)
 
     def _warm_pages(self) -> None:

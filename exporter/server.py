@@ -7,10 +7,13 @@ well-kept pure-Python ones terminates TLS, and mutual TLS is part of the brief.
 
 The design: one event loop thread (asyncio, standard library) owns every socket. It
 accepts, runs each TLS handshake with a timeout, reads requests through h11 (python-hyper's
-sans-I/O HTTP/1.1 parser, which bounds the request head) and writes responses. Only a
-complete request reaches the WSGI app, on a small thread pool; probes have a pool of their
-own, so a queue of slow scrapes never delays the kubelet. An idle, slow or half-open client
-costs one socket and a few hundred bytes, never a thread. Connections are bounded: at the
+sans-I/O HTTP/1.1 parser, which bounds the request head) and writes responses, a batch at
+a time, each once the previous one has left. Only a complete request reaches the WSGI app,
+on a small thread pool; probes have a pool of their own, so a queue of slow scrapes never
+delays the kubelet, and credentials not seen before are checked (bcrypt) on a thread of
+their own. Scrapes, and among them the expensive ones, take slots of a bounded number, with
+a bounded queue. An idle, slow or half-open client costs one socket and a few hundred bytes,
+never a thread; one that stops reading, one write batch more. Connections are bounded: at the
 bound (or at the open-file limit) the connection that has waited longest for its client is
 closed to admit the new one, so a thousand idle clients cannot lock a scraper out.
 """
@@ -22,7 +25,6 @@ import base64
 import binascii
 import contextlib
 import errno
-import hashlib
 import io
 import resource
 import socket
@@ -34,12 +36,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from email.utils import formatdate
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, cast
 from urllib.parse import unquote_to_bytes, urlsplit
 
-import bcrypt
 import h11
 import structlog
+
+from exporter.webconfig import PasswordCheck
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -53,10 +56,15 @@ Routes = dict[str, "WSGIApplication"]
 SERVER_HEADER = "topology-hints-exporter"
 ALLOWED_METHODS = (b"GET", b"HEAD")
 PROBE_PATHS = frozenset({"/healthz", "/readyz"})
+SCRAPE_PATHS = frozenset({"/metrics"})
+# The request versions served; any other (HTTP/2.0, HTTP/3.0 in HTTP/1 syntax) gets 505.
+HTTP_VERSIONS = frozenset({b"1.0", b"1.1"})
 # Kept free for the Kubernetes client, log files and the process' own use.
 FD_RESERVE = 128
 _READ_SIZE = 64 * 1024
-_WRITE_CHUNK = 1024 * 1024
+# A response is written in batches of about this size, each sent on once the previous one
+# has left for the kernel: what a client that stops reading makes the server hold.
+_WRITE_BATCH = 64 * 1024
 # Hop-by-hop headers are the server's business, not the app's (PEP 3333).
 _HOP_BY_HOP = frozenset(
     {
@@ -90,6 +98,24 @@ class HttpLimits:
     # The kernel caps it at net.core.somaxconn (4096 since Linux 5.4): many scrapers
     # connecting at once must not wait for a SYN retransmit.
     backlog: int = 4096
+    # Scrapes (SCRAPE_PATHS) answered at once, each from the app call to its last byte
+    # written: one that never reads holds its slot until write_timeout. A slot costs a
+    # reference to a rendered body and at most one write batch (_WRITE_BATCH) of copies.
+    max_scrapes: int = 16
+    # Of those, the ones the app calls expensive (prometheus_client renders the whole
+    # registry anew, ~7x the cached body's time, into a private copy of the body).
+    max_expensive_scrapes: int = 1
+    # Threads that check credentials seen for the first time (bcrypt, tens of ms each by
+    # design), apart from every other pool: a wrong-password flood waits here, not probes.
+    auth_workers: int = 1
+    # Requests waiting for one of the slots above: beyond `max_queued` per kind, or after
+    # `queue_timeout` of waiting, the answer is 503 with Retry-After.
+    max_queued: int = 64
+    queue_timeout: float = 10.0
+    # While a request waits for a scrape slot, a scrape that has waited this long for its
+    # client to read gives its slot up (closed, as the oldest idle connection is): clients
+    # that never read cannot keep Prometheus out for write_timeout.
+    stall_grace: float = 1.0
 
 
 # -- the app: routes, probes, auth ----------------------------------------------------------
@@ -162,56 +188,41 @@ def make_app(routes: Mapping[str, WSGIApplication]) -> WSGIApplication:
     return app
 
 
+class Authenticator(Protocol):
+    """What the server asks of an authentication scheme, in two steps: `known` runs on the
+    event loop and must be cheap; `check` may be slow (bcrypt) and runs on its own threads."""
+
+    # The WWW-Authenticate header of a 401.
+    challenge: str
+
+    def known(self, header: str) -> bool | None:
+        """The verdict on an Authorization header if it needs no slow work, else None."""
+
+    def check(self, header: str) -> bool:
+        """The verdict on an Authorization header that `known` left open."""
+
+
 class BasicAuth:
-    """HTTP basic auth against bcrypt hashes, as exporter-toolkit's basic_auth_users.
+    """HTTP basic auth as exporter-toolkit's basic_auth_users: webconfig.PasswordCheck checks
+    the credentials (bcrypt), what needs no bcrypt on the loop, the rest on a thread."""
 
-    bcrypt costs tens of milliseconds by design: a verified (user, password, hash) is
-    remembered (as a SHA-256 digest, never the password) so that scrapes do not pay it.
-    """
+    challenge = 'Basic realm="topology-hints-exporter", charset="UTF-8"'
 
-    _CACHE_SIZE = 256
+    def __init__(self, users: Mapping[str, bytes]) -> None:
+        self._check = PasswordCheck(users)
 
-    def __init__(self, app: WSGIApplication, users: Mapping[str, bytes]) -> None:
-        self._app = app
-        self._users = dict(users)
-        self._verified: set[bytes] = set()
-        self._lock = threading.Lock()
-        # Compared against for unknown users, so that they take as long as known ones.
-        self._decoy = bcrypt.hashpw(b"decoy", bcrypt.gensalt(10))
-
-    def _authorized(self, header: str) -> bool:
+    def known(self, header: str) -> bool | None:
+        """False for missing or malformed credentials and for passwords bcrypt cannot read,
+        True for ones verified before; None for the rest (unknown users too: their decoy
+        check must take bcrypt's time)."""
         credentials = _basic_credentials(header)
         if credentials is None:
             return False
-        user_bytes, password = credentials
-        hashed = self._users.get(user_bytes.decode("utf-8", "replace"))
-        if hashed is None:
-            bcrypt.checkpw(password, self._decoy)
-            return False
-        digest = hashlib.sha256(b"\0".join((user_bytes, password, hashed))).digest()
-        with self._lock:
-            if digest in self._verified:
-                return True
-        if not bcrypt.checkpw(password, hashed):
-            return False
-        with self._lock:
-            if len(self._verified) >= self._CACHE_SIZE:
-                self._verified.clear()
-            self._verified.add(digest)
-        return True
+        return self._check.known(*credentials)
 
-    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
-        if self._authorized(environ.get("HTTP_AUTHORIZATION", "")):
-            body: Iterable[bytes] = self._app(environ, start_response)
-            return body
-        return plain_text(
-            start_response,
-            "401 Unauthorized",
-            "unauthorized\n",
-            headers=[
-                ("WWW-Authenticate", 'Basic realm="topology-hints-exporter", charset="UTF-8"')
-            ],
-        )
+    def check(self, header: str) -> bool:
+        credentials = _basic_credentials(header)
+        return credentials is not None and self._check.verify(*credentials)
 
 
 def _basic_credentials(header: str) -> tuple[bytes, bytes] | None:
@@ -280,28 +291,34 @@ def _error(status: int, text: str, extra: Iterable[tuple[bytes, bytes]] = ()) ->
         status,
         headers,
         (body,),
-        close=status in {400, 408, 413, 431},
+        close=status in {400, 408, 413, 431, 505},
         reason=_REASON_PHRASES[status],
     )
 
 
 _REASONS = {
     400: "bad request",
+    401: "unauthorized",
     405: "method not allowed",
     408: "request timeout",
     413: "request body too large",
     431: "request header fields too large",
     500: "internal server error",
+    503: "busy, retry later",
+    505: "http version not supported",
 }
 
 
 _REASON_PHRASES = {
     400: b"Bad Request",
+    401: b"Unauthorized",
     405: b"Method Not Allowed",
     408: b"Request Timeout",
     413: b"Content Too Large",
     431: b"Request Header Fields Too Large",
     500: b"Internal Server Error",
+    503: b"Service Unavailable",
+    505: b"HTTP Version Not Supported",
 }
 
 
@@ -322,7 +339,11 @@ class MetricsServer:
         limits: HttpLimits | None = None,
         headers: Iterable[tuple[str, str]] = (),
         probe_paths: frozenset[str] = PROBE_PATHS,
+        expensive: Callable[[WSGIEnvironment], bool] | None = None,
+        auth: Authenticator | None = None,
     ) -> None:
+        """`expensive` says which scrapes cost more than a cached body (they queue for
+        max_expensive_scrapes); `auth` is checked before any app runs, on its own threads."""
         self._app = app
         self._tls = tls
         self.tls = tls is not None
@@ -332,6 +353,12 @@ class MetricsServer:
         )
         self._extra_headers = [(name.encode(), value.encode()) for name, value in headers]
         self._probe_paths = probe_paths
+        self._expensive = expensive
+        self._auth = auth
+        limits = self._limits
+        self._scrapes = _Gate(limits.max_scrapes, limits)
+        self._expensive_scrapes = _Gate(limits.max_expensive_scrapes, limits)
+        self._auth_checks = _Gate(limits.auth_workers, limits)
         host, port = parse_listen_address(address)
         host = host or "0.0.0.0"  # noqa: S104 - ":PORT" means every interface, as Go exporters do
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -351,6 +378,9 @@ class MetricsServer:
         self._pool = ThreadPoolExecutor(self._limits.workers, thread_name_prefix="http-worker")
         self._probe_pool = ThreadPoolExecutor(
             self._limits.probe_workers, thread_name_prefix="http-probe"
+        )
+        self._auth_pool = ThreadPoolExecutor(
+            self._limits.auth_workers, thread_name_prefix="http-auth"
         )
         self._thread = threading.Thread(target=self._run, name="http", daemon=True)
         self._running = threading.Event()
@@ -384,6 +414,7 @@ class MetricsServer:
             self._loop.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._probe_pool.shutdown(wait=False, cancel_futures=True)
+        self._auth_pool.shutdown(wait=False, cancel_futures=True)
 
     # -- event loop ------------------------------------------------------------------------
 
@@ -485,6 +516,8 @@ class MetricsServer:
                     ssl_handshake_timeout=self._limits.handshake_timeout,
                     ssl_shutdown_timeout=self._limits.handshake_timeout,
                 )
+            # No buffer beyond what one write leaves unsent: drain() waits until it has gone.
+            transport.set_write_buffer_limits(high=0)
             writer = asyncio.StreamWriter(transport, protocol, reader, self._loop)
             await self._exchange(connection, reader, writer)
         except (OSError, asyncio.CancelledError, h11.ProtocolError, TimeoutError):
@@ -527,8 +560,7 @@ class MetricsServer:
                 await self._respond(parser, writer, replace(request, close=True), head=False)
                 await self._linger(reader, writer)
                 return
-            response = await self._dispatch(request, connection, writer)
-            await self._respond(parser, writer, response, head=request.head.method == b"HEAD")
+            await self._handle(request, connection, parser, writer)
             if parser.our_state is not h11.DONE or parser.their_state is not h11.DONE:
                 await self._close(writer)
                 return
@@ -584,6 +616,13 @@ class MetricsServer:
         # h11 bounds a head that arrives in pieces; one that arrives whole is measured here.
         if _head_size(head) > self._limits.max_header_bytes:
             return _error(431, _REASONS[431])
+        if head.http_version not in HTTP_VERSIONS:
+            return _error(505, _REASONS[505])
+        names = {name for name, _ in head.headers}
+        if b"transfer-encoding" in names and b"content-length" in names:
+            # RFC 9112 6.1: a request that frames its body twice is how requests are
+            # smuggled past a proxy; it is refused and its connection closed.
+            return _error(400, _REASONS[400])
         if head.method not in ALLOWED_METHODS:
             return _error(405, _REASONS[405], [(b"Allow", b"GET, HEAD")])
         length = _content_length(head.headers)
@@ -591,26 +630,84 @@ class MetricsServer:
             return _error(413, _REASONS[413])
         return None
 
-    async def _dispatch(
-        self, request: _Request, connection: _Connection, writer: asyncio.StreamWriter
-    ) -> _Response:
+    async def _handle(
+        self,
+        request: _Request,
+        connection: _Connection,
+        parser: h11.Connection,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        """Authenticate, wait for a slot if the request needs one, run the app, respond."""
+        head = request.head.method == b"HEAD"
         try:
             environ = self._environ(request, connection, writer)
         except ValueError:
-            return _error(400, _REASONS[400])
+            await self._respond(parser, writer, _error(400, _REASONS[400]), head=head)
+            return
         path = environ["PATH_INFO"]
-        pool = self._probe_pool if path in self._probe_paths else self._pool
-        return await self._loop.run_in_executor(pool, self._call_app, environ)
+        refusal = await self._authenticate(environ)
+        if refusal is not None:
+            await self._respond(parser, writer, refusal, head=head)
+            return
+        gates: list[_Gate] = []
+        if path in SCRAPE_PATHS:
+            if self._expensive is not None and self._expensive(environ):
+                # First: a scrape waiting its turn to be expensive holds no ordinary slot.
+                gates.append(self._expensive_scrapes)
+            gates.append(self._scrapes)
+        held: list[_Gate] = []
+        try:
+            for gate in gates:
+                if not await gate.acquire():
+                    await self._respond(parser, writer, _busy(), head=head)
+                    return
+                held.append(gate)
+            pool = self._probe_pool if path in self._probe_paths else self._pool
+            response = await self._loop.run_in_executor(pool, self._call_app, environ)
+            await self._respond(
+                parser, writer, response, head=head, path=path, holder=(connection, held)
+            )
+        finally:
+            for gate in held:
+                gate.release()
+
+    async def _authenticate(self, environ: WSGIEnvironment) -> _Response | None:
+        """None when the request may go on, else the answer (401, or 503 while busy).
+
+        Credentials verified before are known at once; others wait for the auth threads,
+        so a flood of wrong passwords delays new logins, never probes or scrapes."""
+        if self._auth is None:
+            return None
+        header = environ.get("HTTP_AUTHORIZATION", "")
+        verdict = self._auth.known(header)
+        if verdict is None:
+            if not await self._auth_checks.acquire():
+                return _busy()
+            try:
+                verdict = await self._loop.run_in_executor(
+                    self._auth_pool, self._auth.check, header
+                )
+            except Exception:
+                logger.exception("checking credentials failed")
+                return _error(500, _REASONS[500])
+            finally:
+                self._auth_checks.release()
+        if verdict:
+            return None
+        return _error(401, _REASONS[401], [(b"WWW-Authenticate", self._auth.challenge.encode())])
 
     def _environ(
         self, request: _Request, connection: _Connection, writer: asyncio.StreamWriter
     ) -> WSGIEnvironment:
         target = request.head.target.decode("ascii")
-        if not target.startswith("/"):
-            if target == "*" or "://" not in target:
-                raise ValueError("not an origin-form or absolute-form target")
-            target = urlsplit(target)._replace(scheme="", netloc="").geturl() or "/"
-        path, _, query = target.partition("?")
+        if target.startswith("/"):
+            path, _, query = target.partition("?")
+        elif target != "*" and "://" in target:
+            # Absolute-form (RFC 9112 3.2.2): routed by its path, "/" when it has none.
+            parts = urlsplit(target)
+            path, query = parts.path or "/", parts.query
+        else:
+            raise ValueError("not an origin-form or absolute-form target")
         environ: dict[str, object] = {
             "REQUEST_METHOD": request.head.method.decode("ascii"),
             "SCRIPT_NAME": "",
@@ -693,7 +790,15 @@ class MetricsServer:
         response: _Response,
         *,
         head: bool,
+        path: str | None = None,
+        holder: tuple[_Connection, Sequence[_Gate]] | None = None,
     ) -> None:
+        """Write a response batch by batch, each once the previous one has left.
+
+        What a slow client costs is then one batch, and the body's own chunks (shared with
+        every other response of the same state) are never copied into a buffer of its own.
+        A client that goes away stops the writing at once, with one line in the log.
+        """
         if parser.our_state not in {h11.IDLE, h11.SEND_RESPONSE}:
             return
         headers = [
@@ -704,23 +809,61 @@ class MetricsServer:
         ]
         if response.close:
             headers.append((b"Connection", b"close"))
-        writer.write(
-            parser.send(
-                h11.Response(status_code=response.status, headers=headers, reason=response.reason)
+        sent = 0
+        try:
+            writer.write(
+                parser.send(
+                    h11.Response(
+                        status_code=response.status, headers=headers, reason=response.reason
+                    )
+                )
             )
-        )
-        if not head:
-            for data in _pieces(response.body):
-                for piece in parser.send_with_data_passthrough(h11.Data(data=data)) or ():
+            for batch in () if head else _batches(response.body):
+                if writer.transport.is_closing():
+                    raise ConnectionResetError("connection lost")
+                # h11 only counts a batch against Content-Length and passes it through.
+                data = h11.Data(data=cast("bytes", batch))
+                for piece in parser.send_with_data_passthrough(data) or ():
                     writer.write(piece)
-                # Many small chunks go out together; waiting for the client only once a
-                # megabyte is queued bounds what a slow client makes the server hold.
-                if writer.transport.get_write_buffer_size() >= _WRITE_CHUNK:
-                    async with asyncio.timeout(self._limits.write_timeout):
-                        await writer.drain()
-        writer.write(parser.send(h11.EndOfMessage()))
-        async with asyncio.timeout(self._limits.write_timeout):
-            await writer.drain()
+                await self._drain(writer, holder, path)
+                sent += len(batch)
+            writer.write(parser.send(h11.EndOfMessage()))
+            async with asyncio.timeout(self._limits.write_timeout):
+                await writer.drain()
+        except (ConnectionError, TimeoutError) as error:
+            if path is not None:
+                logger.info(
+                    "response abandoned",
+                    reason="client stopped reading"
+                    if isinstance(error, TimeoutError)
+                    else "connection lost",
+                    path=path,
+                    status=response.status,
+                    body_bytes_sent=sent,
+                )
+            raise
+
+    async def _drain(
+        self,
+        writer: asyncio.StreamWriter,
+        holder: tuple[_Connection, Sequence[_Gate]] | None,
+        path: str | None,
+    ) -> None:
+        """Wait until the batch has left; a slot holder waiting for its client may be
+        closed meanwhile to make room (`_Gate.acquire`)."""
+        if writer.transport.get_write_buffer_size() == 0 and not writer.transport.is_closing():
+            # All of it went to the kernel: no wait, and no timer to set and cancel.
+            return
+        if holder is not None:
+            for gate in holder[1]:
+                gate.stalled(holder[0], self._loop.time(), path)
+        try:
+            async with asyncio.timeout(self._limits.write_timeout):
+                await writer.drain()
+        finally:
+            if holder is not None:
+                for gate in holder[1]:
+                    gate.moving(holder[0])
 
     async def _close(self, writer: asyncio.StreamWriter) -> None:
         """Close after the response has left (close() flushes; wait_closed() waits for it)."""
@@ -750,15 +893,93 @@ class MetricsServer:
         await self._close(writer)
 
 
-def _pieces(chunks: Iterable[bytes]) -> Iterator[bytes]:
-    """The body's chunks as they are, the empty ones left out and any over _WRITE_CHUNK cut."""
+def _batches(chunks: Iterable[bytes]) -> Iterator[bytes | memoryview]:
+    """The body in writes of about _WRITE_BATCH bytes: small chunks joined (one send for
+    many gzip segments), large ones cut into views of themselves (never copied)."""
+    pending: list[bytes] = []
+    size = 0
     for chunk in chunks:
-        if len(chunk) <= _WRITE_CHUNK:
-            if chunk:
-                yield chunk
+        if len(chunk) >= _WRITE_BATCH:
+            if pending:
+                yield b"".join(pending)
+                pending, size = [], 0
+            view = memoryview(chunk)
+            for offset in range(0, len(chunk), _WRITE_BATCH):
+                yield view[offset : offset + _WRITE_BATCH]
             continue
-        for offset in range(0, len(chunk), _WRITE_CHUNK):
-            yield chunk[offset : offset + _WRITE_CHUNK]
+        if chunk:
+            pending.append(chunk)
+            size += len(chunk)
+            if size >= _WRITE_BATCH:
+                yield b"".join(pending)
+                pending, size = [], 0
+    if pending:
+        yield b"".join(pending)
+
+
+class _Gate:
+    """At most `slots` requests at once, at most `max_queued` more waiting, each for
+    `queue_timeout` at most; a waiting one closes a holder stalled `stall_grace` on its
+    client, the one stalled longest. Used only on the event loop thread."""
+
+    def __init__(self, slots: int, limits: HttpLimits) -> None:
+        self._semaphore = asyncio.Semaphore(slots)
+        self._limits = limits
+        self._waiting = 0
+        # Holders waiting for their client to read: since when, and what they answer.
+        self._stalled: dict[_Connection, tuple[float, str | None]] = {}
+
+    async def acquire(self) -> bool:
+        """True once the request holds a slot (release() it); False: answer it 503."""
+        limits = self._limits
+        if self._semaphore.locked() and self._waiting >= limits.max_queued:
+            return False
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limits.queue_timeout
+        self._waiting += 1
+        try:
+            while True:
+                self._close_stalled(loop.time() - limits.stall_grace)
+                try:
+                    async with asyncio.timeout(min(limits.stall_grace, deadline - loop.time())):
+                        await self._semaphore.acquire()
+                except TimeoutError:
+                    if loop.time() >= deadline:
+                        return False
+                    continue
+                return True
+        finally:
+            self._waiting -= 1
+
+    def release(self) -> None:
+        self._semaphore.release()
+
+    def stalled(self, connection: _Connection, since: float, path: str | None) -> None:
+        self._stalled[connection] = (since, path)
+
+    def moving(self, connection: _Connection) -> None:
+        self._stalled.pop(connection, None)
+
+    def _close_stalled(self, before: float) -> None:
+        """Close the holder stalled longest, if since `before`: its slot goes to a waiter."""
+        if not self._semaphore.locked() or not self._stalled:
+            return
+        connection, (since, path) = next(iter(self._stalled.items()))
+        if since > before:
+            return
+        del self._stalled[connection]
+        if connection.task is not None:
+            logger.info(
+                "response abandoned",
+                reason="client stopped reading; its slot went to a waiting request",
+                path=path,
+            )
+            connection.task.cancel()
+
+
+def _busy() -> _Response:
+    """Every slot taken and the queue full (or waited on too long): come back shortly."""
+    return replace(_error(503, _REASONS[503], [(b"Retry-After", b"1")]), close=True)
 
 
 def _continue(parser: h11.Connection, writer: asyncio.StreamWriter) -> None:

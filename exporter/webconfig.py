@@ -10,13 +10,19 @@ a security setting that does nothing is worse than an error.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 import ssl
+import stat
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any
+
+import bcrypt
 
 
 class WebConfigError(ValueError):
@@ -31,6 +37,15 @@ class ClientAuth(Enum):
     REQUIRE_AND_VERIFY_CLIENT_CERT = "RequireAndVerifyClientCert"
 
 
+# Bounds on what is read at start (docs/cli.md). A web configuration is a few kilobytes and
+# nests three deep; a PEM file a few, a bundle of every public CA about 200 KiB.
+MAX_WEB_CONFIG_BYTES = 1024 * 1024
+MAX_PEM_BYTES = 4 * 1024 * 1024
+MAX_YAML_DEPTH = 16
+# What an HTTP field value may not hold (RFC 9110 5.5): control characters but HTAB. The
+# HTTP layer refuses to send such a header, so it would fail every response.
+_HEADER_CONTROLS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
 TLS_VERSIONS = {
     "TLS10": ssl.TLSVersion.TLSv1,
     "TLS11": ssl.TLSVersion.TLSv1_1,
@@ -38,8 +53,17 @@ TLS_VERSIONS = {
     "TLS13": ssl.TLSVersion.TLSv1_3,
 }
 
-# A bcrypt hash as htpasswd -B and the bcrypt libraries write it.
-_BCRYPT_HASH = re.compile(r"\$2[abxy]\$\d\d\$[./A-Za-z0-9]{53}")
+# A bcrypt hash as htpasswd -B and the bcrypt libraries write it; group 1 is its cost.
+_BCRYPT_HASH = re.compile(r"\$2[abxy]\$(\d\d)\$[./A-Za-z0-9]{53}")
+# The cost is log2 of bcrypt's rounds. 4 is the least bcrypt accepts (it answers "Invalid
+# salt" below). The most is this exporter's: each wrong password costs one check of the
+# hash's cost on an HTTP worker, about 1-2 s of a core at 14 and twice that per step (bcrypt
+# itself would take 31: hours each). htpasswd -B uses 5, Go's bcrypt 10 (docs/cli.md).
+BCRYPT_MIN_COST = 4
+BCRYPT_MAX_COST = 14
+# bcrypt reads 72 bytes of a password at most; bcrypt 5 raises on longer ones rather than
+# cutting them, so no hash can match one: they are refused before any hashing.
+MAX_PASSWORD_BYTES = 72
 
 _TLS_KEYS = frozenset(
     {
@@ -86,8 +110,8 @@ class TlsSettings:
         if self.max_version is not None:
             context.maximum_version = self.max_version
         for name in (self.cert_file, self.key_file, self.client_ca_file):
-            if name is not None and not Path(name).is_file():
-                raise WebConfigError(f"cannot read {name}: no such file")
+            if name is not None:
+                _check_file(name, MAX_PEM_BYTES)
         try:
             context.load_cert_chain(self.cert_file, self.key_file)
         except (ssl.SSLError, OSError):
@@ -137,18 +161,50 @@ def tls_from_flags(
     )
 
 
+def _check_file(name: str, limit: int, *, descriptor: int | None = None) -> None:
+    """A regular file of at most `limit` bytes: a FIFO would hang the start, /dev/zero eat
+    memory. With a descriptor, the open file is checked rather than the name."""
+    try:
+        info = Path(name).stat() if descriptor is None else os.fstat(descriptor)
+    except FileNotFoundError:
+        raise WebConfigError(f"cannot read {name}: no such file") from None
+    except OSError as error:
+        raise WebConfigError(f"cannot read {name}: {error.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise WebConfigError(f"cannot read {name}: not a regular file")
+    if info.st_size > limit:
+        raise WebConfigError(f"cannot read {name}: larger than {limit // 1024 // 1024} MiB")
+
+
+def _read_web_config(path: str) -> str:
+    try:
+        # Non-blocking: opening a FIFO for reading would wait for a writer for ever. The
+        # descriptor is checked, not the name, so what is read is what was checked.
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise WebConfigError(f"cannot read {path}: no such file") from None
+    except OSError as error:
+        raise WebConfigError(f"cannot read {path}: {error.strerror}") from None
+    try:
+        _check_file(path, MAX_WEB_CONFIG_BYTES, descriptor=descriptor)
+    except WebConfigError:
+        os.close(descriptor)
+        raise
+    with os.fdopen(descriptor, "rb") as file:
+        data = file.read(MAX_WEB_CONFIG_BYTES + 1)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise WebConfigError(f"cannot read {path}: not UTF-8") from None
+
+
 def load_web_config(path: str) -> WebConfig:
     """Read and check a web configuration file; every problem is one WebConfigError line."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise WebConfigError(f"{path}: cannot read: no such file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) else "not UTF-8"
-        raise WebConfigError(f"{path}: cannot read: {reason}") from None
+    text = _read_web_config(path)
     import yaml  # noqa: PLC0415 - only a web configuration file needs YAML
 
     try:
+        _check_depth(text, path)
         document = yaml.safe_load(text)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
@@ -169,6 +225,24 @@ def load_web_config(path: str) -> WebConfig:
         basic_auth_users=_users(top.get("basic_auth_users"), path),
         headers=_headers(top.get("http_server_config"), path),
     )
+
+
+def _check_depth(text: str, path: str) -> None:
+    """Refuse deep nesting before building it: the YAML composer recurses once per level."""
+    import yaml  # noqa: PLC0415
+
+    depth = 0
+    # The parser's events come from a state machine, not recursion: deep input is safe here.
+    for event in yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_YAML_DEPTH:
+                line = event.start_mark.line + 1 if event.start_mark else 0
+                raise WebConfigError(
+                    f"{path}: nested deeper than {MAX_YAML_DEPTH} levels at line {line}"
+                )
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
 
 
 def _mapping(value: object, path: str, what: str) -> dict[str, Any]:
@@ -236,6 +310,11 @@ def _tls_settings(section: dict[str, Any], base: Path, path: str) -> TlsSettings
         if name not in TLS_VERSIONS:
             raise WebConfigError(f"{path}: {key} {name!r} is not one of {', '.join(TLS_VERSIONS)}")
         versions[key] = TLS_VERSIONS[name]
+    if versions.get("max_version", versions["min_version"]) < versions["min_version"]:
+        # Every handshake would fail: no version is left to agree on.
+        raise WebConfigError(
+            f"{path}: {prefix}max_version is older than min_version: no TLS version is left"
+        )
     preference = section.get("prefer_server_cipher_suites", True)
     if not isinstance(preference, bool):
         raise WebConfigError(f"{path}: {prefix}prefer_server_cipher_suites must be true or false")
@@ -254,11 +333,95 @@ def _users(value: object, path: str) -> dict[str, bytes]:
         return {}
     users = {}
     for user, hashed in _mapping(value, path, "basic_auth_users").items():
-        if not isinstance(hashed, str) or not _BCRYPT_HASH.fullmatch(hashed):
-            # The hash itself is a secret: name the user, never the value.
+        # The hash itself is a secret: name the user, never the value.
+        match = _BCRYPT_HASH.fullmatch(hashed) if isinstance(hashed, str) else None
+        if match is None:
             raise WebConfigError(f"{path}: the password of user {user!r} is not a bcrypt hash")
+        if ":" in user:
+            # Basic auth splits the user from the password at the first colon.
+            raise WebConfigError(
+                f"{path}: user name {user!r} contains ':', which basic auth cannot send"
+            )
+        cost = int(match.group(1))
+        if not BCRYPT_MIN_COST <= cost <= BCRYPT_MAX_COST:
+            raise WebConfigError(
+                f"{path}: the password hash of user {user!r} has bcrypt cost {cost}: "
+                f"this exporter accepts {BCRYPT_MIN_COST} to {BCRYPT_MAX_COST} "
+                "(htpasswd -nbB -C 10 USER PASSWORD makes one of 10)"
+            )
+        try:
+            # bcrypt refuses a salt whose last character sets bits it has no room for; check
+            # it here, at the least cost (a millisecond), not on every login as a 500.
+            bcrypt.checkpw(b"", f"{hashed[:4]}{BCRYPT_MIN_COST:02d}{hashed[6:]}".encode())
+        except ValueError:
+            raise WebConfigError(
+                f"{path}: the password of user {user!r} is not a valid bcrypt hash (its salt)"
+            ) from None
         users[user] = hashed.encode()
     return users
+
+
+def bcrypt_cost(hashed: bytes) -> int:
+    """The cost of a hash that load_web_config accepted."""
+    return int(hashed[4:6])
+
+
+class PasswordCheck:
+    """Basic-auth credentials against bcrypt hashes, as exporter-toolkit's basic_auth_users.
+
+    Every refusal costs the same whoever asks: an unknown user is checked against a decoy hash
+    of the highest configured cost, so the time of an answer does not tell which users exist
+    (give every user the same cost, or the users of lower costs answer sooner). A password
+    longer than bcrypt reads is refused for every user alike, without hashing. bcrypt costs
+    tens of milliseconds by design: a verified (user, password, hash) is remembered as a
+    SHA-256 digest, never the password, so that scrapes do not pay it.
+    """
+
+    _CACHE_SIZE = 256
+
+    def __init__(self, users: Mapping[str, bytes]) -> None:
+        self._users = dict(users)
+        cost = max(map(bcrypt_cost, self._users.values()), default=BCRYPT_MIN_COST)
+        # A zero salt and a zero digest, which no password yields: as slow as a real hash
+        # of that cost, made without spending one at start.
+        self._decoy = b"$2b$%02d$" % cost + b"." * 53
+        self._verified: set[bytes] = set()
+        self._lock = threading.Lock()
+
+    def known(self, user: bytes, password: bytes) -> bool | None:
+        """The verdict when it needs no bcrypt (a password too long for it, or credentials
+        verified before), else None: the caller runs `verify` where slow work may wait."""
+        if len(password) > MAX_PASSWORD_BYTES:
+            return False
+        hashed = self._users.get(user.decode("utf-8", "replace"))
+        if hashed is None:
+            return None
+        with self._lock:
+            return True if _digest(user, password, hashed) in self._verified else None
+
+    def verify(self, user: bytes, password: bytes) -> bool:
+        if len(password) > MAX_PASSWORD_BYTES:
+            return False
+        hashed = self._users.get(user.decode("utf-8", "replace"))
+        if hashed is None:
+            bcrypt.checkpw(password, self._decoy)
+            return False
+        digest = _digest(user, password, hashed)
+        with self._lock:
+            if digest in self._verified:
+                return True
+        if not bcrypt.checkpw(password, hashed):
+            return False
+        with self._lock:
+            if len(self._verified) >= self._CACHE_SIZE:
+                self._verified.clear()
+            self._verified.add(digest)
+        return True
+
+
+def _digest(user: bytes, password: bytes, hashed: bytes) -> bytes:
+    """What the verified-credentials cache keeps of a (user, password, hash)."""
+    return hashlib.sha256(b"\0".join((user, password, hashed))).digest()
 
 
 def _headers(value: object, path: str) -> tuple[tuple[str, str], ...]:
@@ -276,8 +439,11 @@ def _headers(value: object, path: str) -> tuple[tuple[str, str], ...]:
     for name, text in _mapping(headers, path, "http_server_config.headers").items():
         if name not in _HEADERS:
             raise WebConfigError(f"{path}: header {name!r} cannot be set here")
-        if not isinstance(text, str) or any(char in text for char in "\r\n"):
-            raise WebConfigError(f"{path}: header {name} must be a one-line string")
-        if text:
+        if not isinstance(text, str) or _HEADER_CONTROLS.search(text):
+            raise WebConfigError(
+                f"{path}: header {name} must be a one-line string without control characters"
+            )
+        # Surrounding blanks are not part of a field value (RFC 9110 5.5), nor sendable.
+        if text := text.strip(" \t"):
             pairs.append((name, text))
     return tuple(pairs)

@@ -13,6 +13,7 @@ from typing import Any
 
 from exporter.engine import ExpectedState, ServiceVerdict
 from exporter.engine.whatif import (
+    MAX_SCENARIO_COUNT,
     Change,
     EntryChange,
     Feasibility,
@@ -62,6 +63,8 @@ def parse_scale(text: str) -> Scale:
     if not equals or not count.isascii() or not count.isdigit() or len(count) > 9:
         raise ScenarioError(f"--scale {text!r}: expected NAMESPACE/NAME=N with N a count")
     namespace, name = parse_service_name(target)
+    if int(count) > MAX_SCENARIO_COUNT:
+        raise ScenarioError(f"--scale {text!r}: N is at most {MAX_SCENARIO_COUNT:,}")
     return Scale(namespace, name, int(count))
 
 
@@ -71,9 +74,15 @@ def rollout_amount(text: str, endpoints: int, *, round_up: bool, flag: str) -> i
     if not number.isascii() or not number.isdigit() or len(number) > 9:
         raise ScenarioError(f"{flag} {text!r}: expected a count or a percentage such as 25%")
     if not text.endswith("%"):
-        return int(number)
-    scaled = int(number) * endpoints
-    return -(-scaled // 100) if round_up else scaled // 100
+        amount = int(number)
+    else:
+        scaled = int(number) * endpoints
+        amount = -(-scaled // 100) if round_up else scaled // 100
+    if amount > MAX_SCENARIO_COUNT:
+        raise ScenarioError(
+            f"{flag} {text!r}: {amount:,} endpoints; a rollout's is at most {MAX_SCENARIO_COUNT:,}"
+        )
+    return amount
 
 
 def answer_rollouts(

@@ -12,7 +12,10 @@ import yaml
 
 from alerts import generate
 from exporter.metrics.families import FAMILIES, MetricType
-from exporter.metrics.monitoring import JOB_SELECTOR, OVERLOAD_LIMIT
+from exporter.metrics.monitoring import JOB_SELECTOR, OPTIONAL_RESOURCES, OVERLOAD_LIMIT
+from exporter.resources import Resource
+from exporter.sources import cluster as cluster_sources
+from exporter.sources.informer import ResourceSpec
 from tests.conftest import PROJECT_ROOT, require_binary
 
 ALERTS_DIR = PROJECT_ROOT / "alerts"
@@ -24,9 +27,13 @@ UNIT_TESTS = sorted((ALERTS_DIR / "tests").glob("*.yaml"))
 RUNBOOKS = PROJECT_ROOT / "docs" / "runbooks.md"
 
 ALERT_PREFIX = "TopologyHints"
-EXPORTER_ALERTS = {"TopologyHintsExporterDown", "TopologyHintsExporterWatchDown"}
-# Critical: the exporter's own health, and clients refused by their data plane (an outage).
-CRITICAL_ALERTS = {*EXPORTER_ALERTS, "TopologyHintsFailClosed"}
+# Critical: the exporter down or blind (a required watch), and clients refused by their data
+# plane (an outage). An optional watch (Events) down is only a warning.
+CRITICAL_ALERTS = {
+    "TopologyHintsExporterDown",
+    "TopologyHintsExporterWatchDown",
+    "TopologyHintsFailClosed",
+}
 RUNBOOK_BASE_URL = (
     "https://github.com/topology-hints-exporter/topology-hints-exporter/blob/main/docs/runbooks.md"
 )
@@ -52,13 +59,16 @@ def load_yaml(path: Path) -> Any:
     return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
+def all_rules() -> list[dict[str, Any]]:
+    return [rule for group in load_yaml(RULE_FILE)["groups"] for rule in group["rules"]]
+
+
 def alerting_rules() -> list[dict[str, Any]]:
-    return [
-        rule
-        for group in load_yaml(RULE_FILE)["groups"]
-        for rule in group["rules"]
-        if "alert" in rule
-    ]
+    return [rule for rule in all_rules() if "alert" in rule]
+
+
+def recording_rules() -> list[dict[str, Any]]:
+    return [rule for rule in all_rules() if "record" in rule]
 
 
 def github_anchors(markdown: str) -> set[str]:
@@ -97,7 +107,7 @@ def test_promtool_check_rules_passes_without_warnings() -> None:
     )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
-    assert f"SUCCESS: {len(alerting_rules())} rules found" in output
+    assert f"SUCCESS: {len(all_rules())} rules found" in output
     assert "warn" not in output.lower(), output
 
 
@@ -125,6 +135,7 @@ SERVICE_ALERTS = {
     "TopologyHintsFlapping",
     "TopologyHintsIgnored",
     "TopologyHintsIncomplete",
+    "TopologyHintsLocalPolicyDropped",
     "TopologyHintsOnEdge",
     "TopologyHintsZoneFallback",
     "TopologyHintsZoneOverloaded",
@@ -239,10 +250,11 @@ def test_rules_use_only_declared_metric_families() -> None:
 
 def test_rules_take_job_and_overload_limit_from_the_shared_configuration() -> None:
     """The default job selector and the overload limit are the shared ones, in every rule."""
-    assert generate.CONFIG.exporter_selector == JOB_SELECTOR
+    assert generate.CONFIG.monitoring.selector == JOB_SELECTOR
+    assert generate.CONFIG.monitoring.overload_limit == OVERLOAD_LIMIT
     (overloaded,) = [r for r in alerting_rules() if r["alert"] == "TopologyHintsZoneOverloaded"]
     assert f"> {OVERLOAD_LIMIT}\n" in overloaded["expr"]
-    assert all(JOB_SELECTOR in rule["expr"] for rule in alerting_rules())
+    assert all(JOB_SELECTOR in rule["expr"] for rule in all_rules())
 
 
 def test_metric_name_extraction_sees_through_promql_syntax() -> None:
@@ -263,3 +275,108 @@ def test_prometheus_rule_holds_the_same_groups() -> None:
     assert "namespace" not in prometheus_rule["metadata"]
     assert prometheus_rule["metadata"]["labels"]["prometheus"] == "k8s"
     assert prometheus_rule["spec"]["groups"] == load_yaml(RULE_FILE)["groups"]
+
+
+# --- Multi-cluster: every aggregation and join keeps the cluster label -------------------------
+AGGREGATIONS = (
+    "sum|min|max|avg|group|stddev|stdvar|count|count_values|bottomk|topk|quantile|limitk"
+    "|limit_ratio"
+)
+AGGREGATION = re.compile(rf"\b({AGGREGATIONS})\s*(?=\(|\bby\b|\bwithout\b)")
+CLAUSE = re.compile(r"\s*\b(by|without)\s*\(([^)]*)\)")
+JOIN = re.compile(r"\b(on|ignoring)\s*\(([^)]*)\)")
+
+
+def _closing(text: str, start: int) -> int:
+    """The index just past the parenthesis that closes the one at `start`."""
+    depth = 0
+    for index in range(start, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[index], 0)
+        if depth == 0:
+            return index + 1
+    raise ValueError(f"unbalanced parentheses in {text!r}")
+
+
+def cluster_droppers(expr: str, cluster: str = "cluster") -> list[str]:
+    """Every aggregation or join of a PromQL expression that loses `cluster`: an aggregation
+    with no `by`/`without`, `by` without it, `without` with it, `on` without it, `ignoring`
+    with it."""
+    text = re.sub(r'"(?:[^"\\]|\\.)*"|`[^`]*`', '""', expr)
+    problems = []
+    for match in AGGREGATION.finditer(text):
+        operator, rest = match[1], match.end()
+        clause = CLAUSE.match(text, rest)
+        if clause is None:  # `op (expr)`, maybe followed by `by (...)`: PromQL allows both
+            clause = CLAUSE.match(text, _closing(text, rest))
+        if clause is None:
+            problems.append(f"{operator} without by/without")
+            continue
+        names = {name.strip() for name in clause[2].split(",")}
+        if (clause[1] == "by") != (cluster in names):
+            problems.append(f"{operator} {clause[1]} ({clause[2]})")
+    for keyword, names in JOIN.findall(text):
+        if (keyword == "on") != (cluster in {name.strip() for name in names.split(",")}):
+            problems.append(f"{keyword} ({names})")
+    return problems
+
+
+def test_every_aggregation_and_join_keeps_the_cluster_label() -> None:
+    """Alerts of two clusters in one Prometheus never merge: each `by`, `without`, `on` and
+    `ignoring` of every alert and recording rule keeps `cluster`."""
+    dropping = {
+        rule.get("alert") or rule["record"]: problems
+        for rule in all_rules()
+        if (problems := cluster_droppers(rule["expr"]))
+    }
+    assert dropping == {}
+    assert sum("by (cluster" in rule["expr"] for rule in all_rules()) >= 15
+
+
+def test_cluster_check_sees_every_way_to_drop_the_label() -> None:
+    """The parser above is not vacuous: each way of losing `cluster` is reported."""
+    assert cluster_droppers("min (x) == 0") == ["min without by/without"]
+    assert cluster_droppers("sum by (namespace) (x)") == ["sum by (namespace)"]
+    assert cluster_droppers("sum(rate(x[5m])) by (namespace)") == ["sum by (namespace)"]
+    assert cluster_droppers("count(x) without (cluster, pod)") == ["count without (cluster, pod)"]
+    assert cluster_droppers("a and on (namespace) b") == ["on (namespace)"]
+    assert cluster_droppers("a * ignoring (cluster) b") == ["ignoring (cluster)"]
+    assert cluster_droppers('max by (cluster, le) (x{by="min (y)"}) without_x') == []
+    assert cluster_droppers("sum without (pod) (x) and on (cluster, node) y") == []
+
+
+def test_the_optional_watch_is_only_a_warning() -> None:
+    """A watch of an optional resource (Events, whose permission is optional) down is its own
+    warning; the critical watch alert excludes exactly the optional resources."""
+    by_name = {rule["alert"]: rule for rule in alerting_rules()}
+    critical = by_name["TopologyHintsExporterWatchDown"]
+    optional = by_name["TopologyHintsExporterOptionalWatchDown"]
+    assert critical["labels"]["severity"] == "critical"
+    assert optional["labels"]["severity"] == "warning"
+    assert sorted(OPTIONAL_RESOURCES) == ["events"]
+    assert 'resource!~"events"' in critical["expr"]
+    assert 'resource=~"events"' in optional["expr"]
+
+
+def test_recording_rules_follow_the_naming_convention_and_are_used() -> None:
+    """Recording rules are `topology_hints:<what>:<operation>` and each feeds a dashboard."""
+    dashboards = "".join(
+        path.read_text(encoding="utf-8") for path in (PROJECT_ROOT / "dashboards").glob("*.json")
+    )
+    names = {rule["record"] for rule in recording_rules()}
+    assert len(names) >= 4
+    for name in names:
+        assert re.fullmatch(r"topology_hints:[a-z_]+:[a-z_]+", name), name
+        assert name in dashboards, f"{name} is on no dashboard"
+
+
+def test_optional_resources_are_the_informers_optional_watches() -> None:
+    """The alerts' optional resources are exactly the watches the exporter runs as optional
+    (which do not gate readiness): one list, read by both."""
+    specs: list[ResourceSpec[Any, Any]] = [
+        cluster_sources.NODES,
+        cluster_sources.SERVICES,
+        cluster_sources.ENDPOINT_SLICES,
+        cluster_sources.EVENTS,
+    ]
+    assert {spec.resource for spec in specs} == set(Resource)
+    assert {spec.resource for spec in specs if not spec.required} == OPTIONAL_RESOURCES

@@ -11,11 +11,14 @@ from typing import Any
 
 import pytest
 
-from dashboards import generate, panels
+from alerts import recording
+from alerts.generate import CONFIG
+from alerts.generate import groups as rule_groups
+from dashboards import generate
 from dashboards.overview import overview
 from exporter.metrics import families as f
 from exporter.metrics.families import FAMILIES, MetricType
-from exporter.metrics.monitoring import OVERLOAD_LIMIT, PROXY_MODES
+from exporter.metrics.monitoring import JOB_SELECTOR, OVERLOAD_LIMIT, PROXY_MODES, MonitoringConfig
 from tests.conftest import PROJECT_ROOT, require_binary
 from tests.e2e.dashboard_queries import DASHBOARDS_DIR, dashboard_queries, variable_selectors
 
@@ -34,8 +37,14 @@ NOT_ON_DASHBOARDS = {
     f.DATAPLANE_INFO.name: "a deployment setting; the routing panels name each data plane",
     f.STATUS_PAGE_INFO.name: "where the status page is: the alerts' explain_url reads it",
 }
-# Labels Prometheus adds or that PromQL itself uses, on top of the exporter's.
-EXTRA_LABELS = {"cluster", "le"}
+# Labels Prometheus adds or that PromQL itself uses, on top of the exporter's and the recording
+# rules' own.
+EXTRA_LABELS = {"cluster", "job", "le", *recording.RULE_LABELS}
+# The recording rules (alerts/recording.py) the dashboards read: name -> expressions.
+RECORDED: dict[str, list[str]] = {}
+for _rule in recording.recording_rules(CONFIG.monitoring):
+    RECORDED.setdefault(_rule["record"], []).append(_rule["expr"])
+RECORDED_NAME = re.compile(r"\btopology_hints:[a-z_]+:[a-z_]+")
 
 METRIC = re.compile(r"\btopology_hints_[a-z0-9_]+")
 SELECTOR = re.compile(r"\b(topology_hints_[a-z0-9_]+)(\{[^}]*\})?")
@@ -133,7 +142,7 @@ def test_dashboard_identity(name: str, uid: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_FILES))
 def test_variables(name: str) -> None:
-    """Variables are datasource, cluster (hidden), namespace, and service on the drill-down."""
+    """Variables are datasource, cluster (shown), namespace, and service on the drill-down."""
     dashboard = DASHBOARDS[name]
     variables = dashboard["templating"]["list"]
     expected = ["datasource", "cluster", "namespace"]
@@ -143,20 +152,19 @@ def test_variables(name: str) -> None:
     datasource, cluster = variables[0], variables[1]
     assert datasource["type"] == "datasource"
     assert datasource["query"] == "prometheus"
-    assert cluster["query"] == "label_values(topology_hints_build_info, cluster)"
-    assert cluster["hide"] == 2  # VariableHide.HIDE_VARIABLE
+    assert cluster["query"] == f"label_values(topology_hints_build_info{{{JOB_SELECTOR}}}, cluster)"
+    assert cluster["hide"] == 0  # VariableHide.DONT_HIDE: harmless on a single cluster
     for variable in variables[1:]:
         assert variable["datasource"] == {"type": "prometheus", "uid": "${datasource}"}
 
 
-def test_multi_cluster_flag_shows_the_cluster_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    """SHOW_MULTI_CLUSTER at the top of dashboards/panels.py makes the cluster variable visible."""
-    monkeypatch.setattr(panels, "SHOW_MULTI_CLUSTER", value=True)
-    shown = json.loads(generate.render(overview()))
+def test_multi_cluster_flag_hides_or_shows_the_cluster_variable() -> None:
+    """MonitoringConfig.show_multi_cluster (the mixin's showMultiCluster) shows the variable by
+    default and hides it when false."""
+    shown = json.loads(generate.render(overview(MonitoringConfig())))
     assert shown["templating"]["list"][1]["name"] == "cluster"
     assert shown["templating"]["list"][1]["hide"] == 0
-    monkeypatch.setattr(panels, "SHOW_MULTI_CLUSTER", value=False)
-    hidden = json.loads(generate.render(overview()))
+    hidden = json.loads(generate.render(overview(MonitoringConfig(show_multi_cluster=False))))
     assert hidden["templating"]["list"][1]["hide"] == 2
 
 
@@ -231,9 +239,34 @@ def test_every_declared_family_is_on_some_dashboard() -> None:
     for dashboard in DASHBOARDS.values():
         texts = [expr for _, expr in _queries(dashboard)]
         texts += [variable["query"] for variable in dashboard["templating"]["list"][1:]]
+        # A recorded series shows the families its rule reads.
+        texts += [
+            expr
+            for text in texts
+            for name in RECORDED_NAME.findall(text)
+            for expr in RECORDED[name]
+        ]
         for text in texts:
             used |= {family_of(name, families, histograms) for name in METRIC.findall(text)}
     assert sorted(set(families) - used) == sorted(NOT_ON_DASHBOARDS)
+
+
+def test_recorded_series_are_shipped_recording_rules() -> None:
+    """Each `topology_hints:` series a panel reads is recorded by the rule file's recording
+    group, and each panel selects it by cluster (its rule already applied the job selector)."""
+    shipped = {
+        rule["record"]
+        for group in rule_groups(CONFIG)
+        if group["name"] == recording.GROUP
+        for rule in group["rules"]
+    }
+    read = set()
+    for dashboard in DASHBOARDS.values():
+        for title, expr in _queries(dashboard):
+            for name in RECORDED_NAME.findall(expr):
+                read.add(name)
+                assert re.search(rf'{re.escape(name)}\{{cluster="\$cluster"', expr), title
+    assert read == shipped == set(RECORDED)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_FILES))
@@ -247,6 +280,7 @@ def test_selectors_use_cluster_namespace_and_service(name: str) -> None:
             matched = {label for label, _ in MATCHER.findall(braces)}
             where = f"{title}: {metric}{braces}"
             assert "cluster" in matched, where
+            assert "job" in matched, where
             assert ("namespace" in matched) == ("namespace" in labels), where
             if dashboard["uid"] == SERVICE_UID:
                 assert ("service" in matched) == ("service" in labels), where

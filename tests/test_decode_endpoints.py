@@ -49,6 +49,7 @@ CASES: list[tuple[dict[str, Any], Endpoint]] = [
             node_name="node-1",
             zone_hints=("zone-a",),
             terminating=False,
+            serving=True,
         ),
     ),
     ({"addresses": []}, Endpoint(address=None, ready=None, zone=None, node_name=None)),

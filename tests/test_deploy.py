@@ -278,11 +278,17 @@ def test_network_policy_admits_prometheus_to_the_metrics_port_only(target: str) 
     assert [port.get("protocol", "TCP") for port in rule["ports"]] == ["TCP"]
     assert rule["from"], "an empty `from` admits everyone"
     prometheus = {"app.kubernetes.io/name": "prometheus", "prometheus": "k8s"}
+    monitoring = {"kubernetes.io/metadata.name": "monitoring"}
+    elsewhere = {"kubernetes.io/metadata.name": "team-a"}
     for peer in rule["from"]:
         assert "ipBlock" not in peer
         assert peer["podSelector"], "each peer names the pods it admits"
         assert selector_matches(peer["podSelector"], prometheus)
         assert not selector_matches(peer["podSelector"], pod_labels)
+        # Anyone who may create a pod labelled `prometheus` somewhere is not Prometheus.
+        assert peer.get("namespaceSelector"), "each peer names the namespaces it admits"
+        assert selector_matches(peer["namespaceSelector"], monitoring)
+        assert not selector_matches(peer["namespaceSelector"], elsewhere)
 
 
 @pytest.mark.parametrize("target", [PLAIN, SHARDED])

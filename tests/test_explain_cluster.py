@@ -288,13 +288,37 @@ def test_bare_name_is_looked_up_in_the_context_namespace(
     assert "Service payments/ledger (IPv4)" in completed.stdout
 
 
-def test_nothing_to_show_says_why() -> None:
-    """No problem, or an empty namespace: a sentence saying so, exit 0."""
+def test_nothing_to_show_says_why(tmp_path: Path) -> None:
+    """No problem, or a namespace whose Services have no EndpointSlices: a sentence saying
+    so, exit 0."""
     clean = run("explain", "--snapshot", HEALTHY, "--problems")
     assert clean.returncode == 0
     assert clean.stdout.endswith("\nNo Service with a problem among the 2 checked.\n")
-    empty = run("explain", "--snapshot", HEALTHY, "-n", "nope")
-    assert empty.returncode == 0
+    document = json.loads(Path(HEALTHY).read_text())
+    document["items"].append(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "db", "namespace": "external", "uid": "uid-db"},
+            "spec": {"type": "ExternalName", "externalName": "db.example.com"},
+        }
+    )
+    path = tmp_path / "with-external.json"
+    path.write_text(json.dumps(document))
+    empty = run("explain", "--snapshot", str(path), "-n", "external")
+    assert empty.returncode == 0, empty.stderr
     assert empty.stdout.endswith(
-        "\nNo Service with EndpointSlices in namespace nope in the snapshot.\n"
+        "\nNo Service with EndpointSlices in namespace external in the snapshot.\n"
+    )
+
+
+@pytest.mark.parametrize("args", [["--problems"], ["--summary", "--problems"], ["-o", "json"], []])
+def test_a_namespace_without_services_fails_the_gate(args: list[str]) -> None:
+    """A misspelt namespace must not pass a CI gate: one line, exit 2, a suggestion."""
+    completed = run("explain", "--snapshot", DEMO, "-n", "shpo", *args)
+    assert completed.returncode == 2
+    assert completed.stdout == ""
+    assert completed.stderr == (
+        "topology-hints-exporter: error: no Service in namespace shpo in the snapshot "
+        "(did you mean shop?)\n"
     )

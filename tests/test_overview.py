@@ -90,3 +90,15 @@ def test_missing_nodes_make_auto_unknown_and_the_input_incomplete() -> None:
     assert problems(verdict, nodes_known=False) == (Problem.UNKNOWN,)
     assert exit_status([verdict], {NODES: "the snapshot holds no Nodes"}) == EXIT_INCOMPLETE
     assert exit_status([], {NODES: "the snapshot holds no Nodes"}) == EXIT_INCOMPLETE
+
+
+def test_a_headless_service_s_hints_are_no_problem() -> None:
+    """Headless (not proxied): no data plane reads its hints, so missing hints are neither
+    `ineffective` nor `drifting`, and the gate passes; a config issue is still reported."""
+    verdict = verdict_of(replace(AUTO, cluster_ip="None"), hinted=False)
+    assert verdict.drift
+    assert problems(verdict) == ()
+    assert gets_hints(verdict)
+    assert exit_status([verdict], {}) == EXIT_HINTS_OK
+    both = replace(AUTO, cluster_ip="None", traffic_distribution="PreferClose")
+    assert problems(verdict_of(both)) == (Problem.CONFIG,)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import sysconfig
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,18 @@ def test_kubectl_plugin_explains_the_live_cluster(
     one = run(["kubectl", "topology-hints", "explain", "-n", "shop", "cart"], env=env)
     assert one.returncode == 0, one.stderr
     assert "Service shop/cart (IPv4)" in one.stdout
+
+
+def test_wheel_and_sdist_build_and_pass_twine_check(tmp_path: Path) -> None:
+    """`python -m build` makes the sdist, then the wheel from it; `twine check --strict`
+    passes both, and the wheel holds the package only (the Helm chart, manifests, alerts and
+    dashboards ship from the repository, not inside the wheel)."""
+    built = run([sys.executable, "-m", "build", "--outdir", str(tmp_path), "."])
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    (sdist,) = tmp_path.glob("topology_hints_exporter-*.tar.gz")
+    (wheel,) = tmp_path.glob("topology_hints_exporter-*.whl")
+    checked = run([sys.executable, "-m", "twine", "check", "--strict", str(sdist), str(wheel)])
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    with zipfile.ZipFile(wheel) as archive:
+        tops = {name.split("/", 1)[0] for name in archive.namelist()}
+    assert tops == {"exporter", wheel.name.split("-py3")[0] + ".dist-info"}, tops

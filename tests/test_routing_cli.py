@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,15 @@ from exporter.cli import build_parser, parse_dataplanes
 from exporter.engine import DataPlane
 from exporter.serve import ServeOptions
 from tests.conftest import CONFORMANCE_DIR, EXAMPLES_DIR, PROJECT_ROOT, exporter_command
+from tests.k8s_objects import (
+    Obj,
+    as_list,
+    endpoint,
+    endpoint_slice,
+    service,
+    three_zone_nodes,
+    zone_endpoints,
+)
 
 ALL_IDS = ",".join(DataPlane)
 READY_ABSENT = CONFORMANCE_DIR / "upstream-addhints-2-ready-1-unready-1-unknown-after.snapshot.json"
@@ -123,3 +133,94 @@ def test_serve_options_carry_the_data_planes() -> None:
     assert options.dataplanes == (DataPlane.CILIUM, DataPlane.KUBE_PROXY)
     assert ServeOptions().dataplanes == (DataPlane.KUBE_PROXY,)
     assert parse_dataplanes(None) == (DataPlane.KUBE_PROXY,)
+
+
+def write_list(path: Path, *groups: list[Obj] | Obj) -> str:
+    path.write_text(json.dumps(as_list(*groups)), encoding="utf-8")
+    return str(path)
+
+
+def test_local_traffic_policy_is_local_only_where_an_endpoint_runs(tmp_path: Path) -> None:
+    """internalTrafficPolicy Local with endpoints on 3 of 30 nodes: local there, dropped on
+    the other 27 (not "local on 30 of 30 nodes"); the ratio is 10%, not 100%."""
+    nodes = three_zone_nodes(per_zone=10)
+    endpoints = [
+        endpoint(f"10.0.0.{index}", f"zone-{zone}", f"node-{zone}-0")
+        for index, zone in enumerate("abc", start=1)
+    ]
+    snapshot = write_list(
+        tmp_path / "local.json",
+        nodes,
+        service("infra", "node-cache", internal_traffic_policy="Local"),
+        endpoint_slice("infra", "node-cache-1", "node-cache", endpoints),
+    )
+    completed = run("evaluate", "--snapshot", snapshot, "--dataplane", "kube-proxy,istio")
+    assert completed.returncode == 0, completed.stderr
+    (entry,) = json.loads(completed.stdout)["services"]
+    assert entry["proxy_mode_by_zone"] == dict.fromkeys(("zone-a", "zone-b", "zone-c"), "Local")
+    for dataplane in ("kube-proxy", "istio"):
+        assert entry["routing"][dataplane] == {
+            zone: {"local": 1, "no-endpoints": 9} for zone in ("zone-a", "zone-b", "zone-c")
+        }
+        assert entry["local_routing_ratio"][dataplane] == pytest.approx(0.1)
+
+    completed = run("explain", "--snapshot", snapshot, "infra/node-cache")
+    text = flat(completed.stdout)
+    assert (
+        "kube-proxy: local on 3 of 30 nodes (internalTrafficPolicy: Local); dropped on the "
+        "other 27: internalTrafficPolicy: Local sends in-cluster traffic only to an endpoint "
+        "on the client's own node, and these nodes run none"
+    ) in text
+    assert "30 of 30" not in text
+
+
+def test_explain_exit_status_follows_the_configured_data_planes() -> None:
+    """Hints right and followed by kube-proxy, ignored by Cilium's default: the gate fails for
+    the data plane the cluster runs, as the status page flags it."""
+    snapshot = str(EXAMPLES_DIR / "healthy-three-zones.json")
+    assert run("explain", "--summary", "--snapshot", snapshot).returncode == 0
+    completed = run(
+        "explain", "--summary", "--dataplane", "cilium-no-topology", "--snapshot", snapshot
+    )
+    assert completed.returncode == 1, completed.stdout
+    assert completed.stdout.count("ineffective") >= 2
+    completed = run("explain", "--dataplane", "cilium-no-topology", "--snapshot", snapshot)
+    assert completed.returncode == 1
+    assert "cilium-no-topology: cluster-wide on every node" in flat(completed.stdout)
+
+
+def test_a_data_plane_that_fails_closed_fails_the_gate(tmp_path: Path) -> None:
+    """cilium-1.18.0 refuses zone-c's clients (no endpoint hinted for it): an outage the gate
+    reports as `fails-closed`, while kube-proxy alone would fall back and pass."""
+    endpoints = [
+        endpoint(f"10.0.0.{index}", zone, f"node-{zone[-1]}-0", hint_zones=(zone,))
+        for index, zone in enumerate(["zone-a", "zone-a", "zone-b", "zone-b"], start=1)
+    ]
+    snapshot = write_list(
+        tmp_path / "refused.json",
+        three_zone_nodes(),
+        service("shop", "web", traffic_distribution="PreferClose"),
+        endpoint_slice("shop", "web-1", "web", endpoints),
+    )
+    assert run("explain", "--summary", "--snapshot", snapshot).returncode == 0
+    completed = run("explain", "--summary", "--dataplane", "cilium-1.18.0", "--snapshot", snapshot)
+    assert completed.returncode == 1
+    assert "fails-closed" in completed.stdout
+
+
+def test_a_headless_service_is_not_judged_on_hints_nobody_reads(tmp_path: Path) -> None:
+    """Headless with topology-mode Auto and no hints yet: not `ineffective`, not `drifting`,
+    and the gate passes; explain says why."""
+    snapshot = write_list(
+        tmp_path / "headless.json",
+        three_zone_nodes(),
+        service("shop", "db", topology_mode="Auto", cluster_ip="None"),
+        endpoint_slice("shop", "db-1", "db", zone_endpoints(6, hinted=False)),
+    )
+    completed = run("explain", "--summary", "--snapshot", snapshot)
+    assert completed.returncode == 0, completed.stdout
+    assert "ineffective" not in completed.stdout
+    assert "drifting" not in completed.stdout
+    completed = run("explain", "--snapshot", snapshot, "shop/db")
+    assert completed.returncode == 0
+    assert "no data plane reads its hints" in flat(completed.stdout)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import socket
 import ssl
 import subprocess
@@ -11,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from exporter.serve import ServeOptions
+from exporter.server import parse_listen_address
 from tests.conftest import EXAMPLES_DIR, exporter_command, require_binary
 from tests.e2e.prometheus import free_port
 from tests.scrape import parse, wait_until
@@ -38,6 +41,25 @@ def busy_port() -> Iterator[int]:
         yield listener.getsockname()[1]
 
 
+@pytest.fixture
+def default_port_taken() -> Iterator[int]:
+    """The default port held, as `make run` holds it while `make test` runs (the Quick start).
+
+    The one test that binds a fixed port, on purpose; when something else already holds it,
+    that is the same situation.
+    """
+    _, port = parse_listen_address(ServeOptions().listen_address)
+    with socket.socket() as listener:
+        try:
+            listener.bind(("127.0.0.1", port))
+            listener.listen()
+        except OSError as error:
+            if error.errno != errno.EADDRINUSE:
+                raise
+        yield port
+
+
+@pytest.mark.usefixtures("default_port_taken")
 @pytest.mark.parametrize(
     ("args", "words"),
     [
@@ -58,7 +80,11 @@ def busy_port() -> Iterator[int]:
     ],
 )  # fmt: skip
 def test_bad_serve_flags_exit_2_with_one_line(args: list[str], words: str) -> None:
-    """Each unusable configuration stops at once: exit 2, one stderr line, no traceback."""
+    """Each unusable configuration stops at once: exit 2, one stderr line, no traceback.
+
+    With the default port taken: the configuration is read before the port is bound, so its
+    own problem is named, not a port conflict.
+    """
     completed = _serve(*args)
     assert completed.returncode == 2, completed.stderr
     lines = completed.stderr.strip().splitlines()

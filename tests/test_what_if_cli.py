@@ -247,3 +247,39 @@ def test_bad_scenarios_are_one_line_and_exit_2(args: list[str], message: str) ->
     assert completed.stdout == ""
     assert completed.stderr.count("\n") == 1
     assert message in completed.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--scale", "shop/cart=8"],
+        ["--rollout", "shop/cart", "--max-surge", "1"],
+        ["--lose-zone", "eu-west-1a"],
+        [],
+    ],
+)
+def test_a_snapshot_without_nodes_exits_2_with_explain_s_line(
+    args: list[str], tmp_path: Path
+) -> None:
+    """No Nodes: no zone shares, so no answer at all (not "0 lose hints", not an invented
+    refused count); the one line is the sentence `explain` prints on the same file."""
+    items = items_of(EXAMPLES_DIR / "healthy-three-zones.json")
+    snapshot = tmp_path / "no-nodes.json"
+    snapshot.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "List",
+                "items": [item for item in items if item["kind"] != "Node"],
+            }
+        ),
+        encoding="utf-8",
+    )
+    completed = run("what-if", "--snapshot", str(snapshot), *args)
+    assert completed.returncode == 2
+    assert completed.stdout == ""
+    assert completed.stderr.count("\n") == 1
+    explained = run("explain", "--snapshot", str(snapshot), "--summary")
+    assert explained.returncode == 2
+    warning = explained.stdout.splitlines()[0].removeprefix("Warning: ")
+    assert completed.stderr == f"topology-hints-exporter: error: {warning}\n"

@@ -1,8 +1,9 @@
 """behaviour §10, rule by rule: one function per data plane, and the registry naming them.
 
 `route` applies the preamble every data plane shares (no routing for headless and
-ExternalName Services or non-IP address types; `local` under internalTrafficPolicy
-Local, for the data planes that read it; `cluster` without a ready endpoint), then the
+ExternalName Services or non-IP address types; `cluster` without a ready endpoint; under
+internalTrafficPolicy Local, for the data planes that read it, `local` on a node with a
+node-local endpoint and `no-endpoints` on the others), then the
 data plane's own rule. A rule returns a RoutingView built by `routing_view` from a
 per-zone rule and the node exceptions, so its cost does not grow with the node count.
 
@@ -36,7 +37,9 @@ from exporter.engine.routing import (
     ServiceEndpoints,
     ZoneRouting,
     hints_annotation_asks,
+    local_policy_view,
     located_counts,
+    node_local,
     node_names,
     routing_view,
     topology_mode_is_auto,
@@ -48,6 +51,7 @@ Rule = Callable[[ServiceEndpoints, ReadyNodes], RoutingView]
 SAME_ZONE = ZoneRouting(Routing.SAME_ZONE, Cause.HINTED_FOR_ZONE)
 NOT_REQUESTED = ZoneRouting(Routing.CLUSTER, Cause.NOT_REQUESTED)
 NO_ZONE_LABEL = ZoneRouting(Routing.CLUSTER, Cause.NO_ZONE_LABEL)
+NO_READY_ENDPOINTS = ZoneRouting(Routing.CLUSTER, Cause.NO_READY_ENDPOINTS)
 
 
 def _no_hint_for(zone: str) -> ZoneRouting:
@@ -293,11 +297,14 @@ def envoy_gateway(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView
     return routing_view(nodes, lambda zone: located_in(located, zone, minimum))
 
 
+def calico_usable(endpoints: ServiceEndpoints) -> tuple[Endpoint, ...]:
+    """Calico eBPF's R: ready endpoints and terminating ones."""
+    return tuple(e for e in endpoints.unique if e.ready is not False or e.terminating is True)
+
+
 def calico_ebpf(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
     """Terminating endpoints count; without topology-mode auto, partial hints are used."""
-    usable = HintSets.of(
-        [e for e in endpoints.unique if e.ready is not False or e.terminating is True]
-    )
+    usable = HintSets.of(calico_usable(endpoints))
     if topology_mode_is_auto(endpoints.service):
         return routing_view(nodes, lambda zone: zone_hints_followed(usable, zone))
 
@@ -318,9 +325,14 @@ class DataPlaneRule:
     title: str
     # What a Service needs for this data plane to look at topology at all ("" if nothing).
     needs: str = ""
-    # internalTrafficPolicy: Local makes it `local` before the rule; the ingress and
-    # gateway data planes route from their own pods and do not read the policy.
+    # internalTrafficPolicy: Local makes it `local` or `no-endpoints` before the rule; the
+    # ingress and gateway data planes route from their own pods and do not read the policy.
     reads_internal_traffic_policy: bool = True
+    # Under that policy, a node without a usable local endpoint falls back to its serving
+    # terminating ones (kube-proxy's ProxyTerminatingEndpoints; Cilium and Calico alike).
+    local_terminating_fallback: bool = True
+    # The endpoints the rule counts as usable (section 10's R), when not the ready ones.
+    usable: Callable[[ServiceEndpoints], tuple[Endpoint, ...]] | None = None
 
 
 _HINTS_ANNOTATION = (
@@ -350,7 +362,9 @@ DATA_PLANES: Mapping[DataPlane, DataPlaneRule] = MappingProxyType(
         DataPlane.CILIUM_NO_TOPOLOGY: DataPlaneRule(
             cilium_no_topology, "Cilium kube-proxy replacement, enable-service-topology off"
         ),
-        DataPlane.LINKERD: DataPlaneRule(linkerd, "Linkerd destination controller"),
+        DataPlane.LINKERD: DataPlaneRule(
+            linkerd, "Linkerd destination controller", local_terminating_fallback=False
+        ),
         DataPlane.INGRESS_NGINX: DataPlaneRule(
             ingress_nginx,
             "ingress-nginx with --enable-topology-aware-routing",
@@ -363,6 +377,7 @@ DATA_PLANES: Mapping[DataPlane, DataPlaneRule] = MappingProxyType(
             "Istio sidecars, gateways and ztunnel",
             needs="spec.trafficDistribution or the networking.istio.io/traffic-distribution "
             "annotation (Istio never reads hints)",
+            local_terminating_fallback=False,
         ),
         DataPlane.ENVOY_GATEWAY: DataPlaneRule(
             envoy_gateway,
@@ -371,7 +386,9 @@ DATA_PLANES: Mapping[DataPlane, DataPlaneRule] = MappingProxyType(
             "(Envoy Gateway never reads hints)",
             reads_internal_traffic_policy=False,
         ),
-        DataPlane.CALICO_EBPF: DataPlaneRule(calico_ebpf, "Calico eBPF data plane 3.32+"),
+        DataPlane.CALICO_EBPF: DataPlaneRule(
+            calico_ebpf, "Calico eBPF data plane 3.32+", usable=calico_usable
+        ),
     }
 )
 
@@ -390,11 +407,18 @@ def route(
     if not endpoints.routed or not nodes.by_zone:
         return NO_ROUTING
     entry = DATA_PLANES[dataplane]
-    if entry.reads_internal_traffic_policy and endpoints.service.internal_traffic_policy == "Local":
-        local = ZoneRouting(Routing.LOCAL, Cause.INTERNAL_TRAFFIC_POLICY_LOCAL)
-        return routing_view(nodes, uniform(local))
     if not endpoints.ready.endpoints:
-        return routing_view(nodes, uniform(ZoneRouting(Routing.CLUSTER, Cause.NO_READY_ENDPOINTS)))
+        return routing_view(nodes, uniform(NO_READY_ENDPOINTS))
+    if entry.reads_internal_traffic_policy and endpoints.service.internal_traffic_policy == "Local":
+        return local_policy_view(nodes, local_nodes(entry, endpoints))
     if dataplane is DataPlane.KUBE_PROXY:
         return kube_proxy_rule(kube_proxy)(endpoints, nodes)
     return entry.rule(endpoints, nodes)
+
+
+def local_nodes(entry: DataPlaneRule, endpoints: ServiceEndpoints) -> frozenset[str]:
+    """The nodes where `entry`'s data plane finds a node-local endpoint (section 10)."""
+    usable = entry.usable(endpoints) if entry.usable is not None else endpoints.ready.endpoints
+    return node_local(
+        usable, endpoints.unique, terminating_fallback=entry.local_terminating_fallback
+    )

@@ -23,7 +23,13 @@ from exporter.engine.mechanism import ConfigIssue, Mechanism, config_issues, mec
 from exporter.engine.model import Endpoint, EndpointSlice, Node, Service
 from exporter.engine.profile import ASSUMED, Notice, Profile, notices_of
 from exporter.engine.reasons import DisableReason
-from exporter.engine.routing import DataPlane, HintSets, RoutingView, ServiceEndpoints
+from exporter.engine.routing import (
+    PROXIED_ADDRESS_TYPES,
+    DataPlane,
+    HintSets,
+    RoutingView,
+    ServiceEndpoints,
+)
 
 DEFAULT_DATAPLANES = (DataPlane.KUBE_PROXY,)
 
@@ -77,6 +83,11 @@ class ServiceVerdict:
     @property
     def key(self) -> tuple[str, str, str]:
         return (self.service.namespace, self.service.name, self.address_type)
+
+    @property
+    def proxied(self) -> bool:
+        """A data plane routes it: not headless or ExternalName, an IP address type."""
+        return self.service.proxied and self.address_type in PROXIED_ADDRESS_TYPES
 
 
 @dataclass(frozen=True, slots=True)

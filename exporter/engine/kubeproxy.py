@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
 
-from exporter.engine.dataplanes import route
+from exporter.engine.dataplanes import DATA_PLANES, local_nodes, route
 from exporter.engine.model import EndpointSlice, Service
 from exporter.engine.profile import NEWEST_KUBE_PROXY, KubeProxyBehaviour
 from exporter.engine.routing import (
@@ -71,8 +71,14 @@ class ProxyView:
         return self.by_zone.get(zone)
 
 
-def proxy_view_of(view: RoutingView) -> ProxyView:
-    """The `kube-proxy` data plane's routing in section 5's mode names."""
+def proxy_view_of(view: RoutingView, service: Service) -> ProxyView:
+    """The `kube-proxy` data plane's routing in section 5's mode names.
+
+    Under internalTrafficPolicy Local the mode is `Local` on every node, whatever the
+    endpoints: section 5 names the policy, section 10 says where it drops the traffic.
+    """
+    if service.internal_traffic_policy == "Local" and view.applies:
+        return ProxyView(MappingProxyType(dict.fromkeys(view.by_zone, ProxyMode.LOCAL)), ())
     return ProxyView(
         MappingProxyType(
             {zone: _MODE_OF_ROUTING[routing.routing] for zone, routing in view.by_zone.items()}
@@ -90,14 +96,17 @@ def proxy_view(
     behaviour: KubeProxyBehaviour = NEWEST_KUBE_PROXY,
 ) -> ProxyView:
     endpoints = service_endpoints(service, address_type, slices)
-    return proxy_view_of(route(DataPlane.KUBE_PROXY, endpoints, nodes, behaviour))
+    return proxy_view_of(route(DataPlane.KUBE_PROXY, endpoints, nodes, behaviour), service)
 
 
 _NO_PROXY = ProxyView(MappingProxyType({}), ())
+_KUBE_PROXY = DATA_PLANES[DataPlane.KUBE_PROXY]
 # What the `kube-proxy` data plane reads of a routed entry (see KubeProxyRoutes).
-_RouteKey = tuple[str] | tuple[ZoneRouting | None, frozenset[str], frozenset[str] | None, bool]
-_LOCAL_POLICY: _RouteKey = ("internal-traffic-policy-local",)
-_NO_READY: _RouteKey = ("no-ready-endpoints",)
+_RouteKey = (
+    tuple[str, bool]
+    | tuple[str, frozenset[str]]
+    | tuple[ZoneRouting | None, frozenset[str], frozenset[str] | None, bool]
+)
 
 
 class KubeProxyRoutes:
@@ -105,9 +114,10 @@ class KubeProxyRoutes:
     hint shape.
 
     For a routed entry (proxied Service, IP address type) the rule and its preamble read
-    only: internalTrafficPolicy Local, whether a ready endpoint exists, the zone-hint
-    problem (which names the first unhinted endpoint), the zones hinted and, when every
-    ready endpoint has a node hint, the nodes hinted. Entries with equal answers get the
+    only: whether a ready endpoint exists, internalTrafficPolicy Local (and then only the
+    nodes that have a node-local endpoint), the zone-hint problem (which names the first
+    unhinted endpoint), the zones hinted and, when every ready endpoint has a node hint,
+    the nodes hinted. Entries with equal answers get the
     same routing, so thousands of Services of one shape share one view, computed once.
     Like whatif.Feasibility, the memo is a value that lives as long as its Ready nodes.
     `behaviour`: how the profile's kube-proxy reads hints (behaviour §12); an older one
@@ -159,10 +169,16 @@ class KubeProxyRoutes:
         ):
             return NO_ROUTING, _NO_PROXY
         key: _RouteKey
-        if service.internal_traffic_policy == "Local":
-            key = _LOCAL_POLICY
-        elif not ready.endpoints:
-            key = _NO_READY
+        local_policy = service.internal_traffic_policy == "Local"
+        if endpoints is None:
+            # kube-proxy reads no slice and no not-ready endpoint: the ready ones suffice
+            # (what-if's converged state has no terminating endpoint to fall back to).
+            endpoints = ServiceEndpoints(service, address_type, (), ready.endpoints, ready)
+        if not ready.endpoints:
+            # The mode names the policy even then (section 5), so it is part of the key.
+            key = ("no-ready-endpoints", local_policy)
+        elif local_policy:
+            key = ("internal-traffic-policy-local", local_nodes(_KUBE_PROXY, endpoints))
         else:
             behaviour = self._behaviour
             key = (
@@ -175,10 +191,7 @@ class KubeProxyRoutes:
             return self._memo[key]
         except KeyError:
             pass
-        if endpoints is None:
-            # kube-proxy reads no slice and no not-ready endpoint: the ready ones suffice.
-            endpoints = ServiceEndpoints(service, address_type, (), ready.endpoints, ready)
         self.views_computed += 1
         view = route(DataPlane.KUBE_PROXY, endpoints, self._nodes, self._behaviour)
-        routed = self._memo[key] = (view, proxy_view_of(view))
+        routed = self._memo[key] = (view, proxy_view_of(view, service))
         return routed

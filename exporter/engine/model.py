@@ -46,6 +46,9 @@ class Endpoint:
     node_hints: tuple[str, ...] = ()
     # conditions.terminating as written: Calico eBPF still routes to terminating endpoints.
     terminating: bool | None = None
+    # conditions.serving as written: under internalTrafficPolicy Local, kube-proxy falls
+    # back to a node's serving terminating endpoints (absent counts as serving, as there).
+    serving: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,7 +68,10 @@ _LOCAL_ROUTINGS = frozenset({Routing.SAME_NODE, Routing.SAME_ZONE, Routing.LOCAL
 class Cause(StrEnum):
     """Why a zone's nodes get their routing; what `explain` puts into words."""
 
+    # internalTrafficPolicy Local: a node with a node-local endpoint routes to it...
     INTERNAL_TRAFFIC_POLICY_LOCAL = "internal-traffic-policy-local"
+    # ...and a node without one drops the traffic (no-endpoints).
+    NO_LOCAL_ENDPOINT = "no-local-endpoint"
     NO_READY_ENDPOINTS = "no-ready-endpoints"
     # The data plane never reads hints at all (cilium-no-topology).
     HINTS_IGNORED = "hints-ignored"
@@ -143,6 +146,21 @@ class RoutingView:
         if self.ready_nodes is None:
             return {}
         return _node_counts(self.ready_nodes, self.by_zone, self.by_node)
+
+    def no_endpoint_nodes(self) -> tuple[int, int]:
+        """Ready nodes given no endpoint: (failed closed by the data plane, dropped by
+        internalTrafficPolicy Local on a node without a local endpoint).
+
+        The first is an outage the hints cause; the second is the policy doing what it says.
+        """
+        failed = dropped = 0
+        for zone, counts in self.nodes.items():
+            count = counts.get(Routing.NO_ENDPOINTS, 0)
+            if self.by_zone[zone].cause is Cause.NO_LOCAL_ENDPOINT:
+                dropped += count
+            else:
+                failed += count
+        return failed, dropped
 
     def routing_of(self, node: str, zone: str) -> Routing | None:
         routing = self.by_node.get(node)
@@ -349,9 +367,53 @@ def topology_mode_is_auto(service: Service) -> bool:
     return mode is not None and mode.lower() == "auto"
 
 
+def node_local(
+    usable: Iterable[Endpoint], unique: Iterable[Endpoint], *, terminating_fallback: bool
+) -> frozenset[str]:
+    """The nodes that have a node-local endpoint under internalTrafficPolicy Local.
+
+    A node's own usable endpoints; where it has none, with `terminating_fallback`, its
+    serving terminating ones (kube-proxy's ProxyTerminatingEndpoints: `serving` absent
+    counts as true, `terminating` must be true). Either way the node has one, so the
+    result is the union of the two sets of nodes.
+    """
+    local = {endpoint.node_name for endpoint in usable if endpoint.node_name}
+    if terminating_fallback:
+        local.update(
+            endpoint.node_name
+            for endpoint in unique
+            if endpoint.node_name and endpoint.terminating is True and endpoint.serving is not False
+        )
+    return frozenset(local) if local else NO_NAMES
+
+
 def uniform(zone_routing: ZoneRouting) -> Callable[[str], ZoneRouting]:
     """A zone rule giving every zone the same routing."""
     return lambda _zone: zone_routing
+
+
+LOCAL_POLICY = ZoneRouting(Routing.LOCAL, Cause.INTERNAL_TRAFFIC_POLICY_LOCAL)
+LOCAL_POLICY_DROPPED = ZoneRouting(Routing.NO_ENDPOINTS, Cause.NO_LOCAL_ENDPOINT)
+
+
+def local_policy_view(nodes: ReadyNodes, local_nodes: frozenset[str]) -> RoutingView:
+    """internalTrafficPolicy Local: `local` on the nodes in `local_nodes`, dropped elsewhere.
+
+    A zone whose Ready nodes all have a local endpoint (a DaemonSet) is `local` as a whole;
+    any other zone is `no-endpoints` with its local nodes as exceptions, so the cost is
+    bounded by the endpoints, not by the nodes.
+    """
+    local_in_zone: dict[str, int] = {}
+    for node in local_nodes:
+        zone = nodes.zone_of.get(node)
+        if zone is not None:
+            local_in_zone[zone] = local_in_zone.get(zone, 0) + 1
+
+    def zone_rule(zone: str) -> ZoneRouting:
+        every = local_in_zone.get(zone, 0) == len(nodes.by_zone[zone])
+        return LOCAL_POLICY if every else LOCAL_POLICY_DROPPED
+
+    return routing_view(nodes, zone_rule, [(node, Routing.LOCAL) for node in local_nodes])
 
 
 def routing_view(

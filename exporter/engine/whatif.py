@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from types import MappingProxyType
 
-from exporter.engine.allocation import NearestFeasible, refusal_reason
+from exporter.engine.allocation import NearestFeasible, ratio_groups, refusal_reason
 from exporter.engine.capacity import ClusterCapacity, cluster_capacity
 from exporter.engine.evaluate import (
     EntryInputs,
@@ -49,6 +49,16 @@ from exporter.engine.routing import HintSets, ready_hint_sets
 # Above this many endpoints per zone every count is feasible: the minimums sum to at most
 # N/1.2 + zones, which is N or less once N >= 6 x zones.
 ALWAYS_FEASIBLE_PER_ZONE = 6
+# The largest endpoint count a scenario takes (--scale N, a rollout's surge and
+# unavailable): a scenario builds each endpoint and judges each count of a rollout, so
+# 100,000,000 took minutes and gigabytes, or ran out of memory. 100,000 answers in a few
+# seconds and is far above the endpoint count of any one Service in practice.
+MAX_SCENARIO_COUNT = 100_000
+# Zone-loss forecasts are made for clusters of at most this many zone labels. Each zone's
+# view is the cluster without it, so their cost grows as zones x nodes: with a zone label
+# per Node (some clusters have them), 10,000 Nodes once took 9 minutes and 24 GB. Beyond
+# the cap no forecast is made, and every surface says so (`zone_loss_beyond_cap`).
+MAX_ZONE_LOSS_ZONES = 100
 # kube-proxy modes that keep a client's traffic on its node or in its zone.
 LOCAL_MODES = frozenset({ProxyMode.PREFER_SAME_NODE, ProxyMode.PREFER_SAME_ZONE, ProxyMode.LOCAL})
 
@@ -262,10 +272,11 @@ class Feasibility:
     The memo is a value, not a global: it lives as long as the capacity it was made for.
     """
 
-    __slots__ = ("_capacity", "_margins", "_memo")
+    __slots__ = ("_capacity", "_groups", "_margins", "_memo")
 
     def __init__(self, capacity: ClusterCapacity) -> None:
         self._capacity = capacity
+        self._groups = ratio_groups(capacity)
         self._memo: dict[int, DisableReason | None] = {}
         # Margins depend on the count alone too: Services of one size share one.
         self._margins: dict[int, Margin] = {}
@@ -278,7 +289,7 @@ class Feasibility:
         try:
             return self._memo[endpoints]
         except KeyError:
-            reason = refusal_reason(self._capacity, endpoints)
+            reason = refusal_reason(self._capacity, endpoints, self._groups)
             self._memo[endpoints] = reason
             return reason
 
@@ -643,12 +654,15 @@ class ZoneLossView:
 def zone_loss_views(
     nodes: Sequence[Node], same_nodes: Sequence[ZoneLossView] = (), profile: Profile = ASSUMED
 ) -> tuple[ZoneLossView, ...]:
-    """One view per zone label of the cluster's Nodes, in zone order, under `profile`.
+    """One view per zone label of the cluster's Nodes, in zone order, under `profile`; none at
+    all when there are more than MAX_ZONE_LOSS_ZONES labels (see `zone_loss_beyond_cap`).
 
     `same_nodes`: views made for these Nodes' names, zones and readiness (only CPU moved);
     their node sets are kept and only capacity is computed again.
     """
     zones = sorted({node.zone for node in nodes if node.zone})
+    if len(zones) > MAX_ZONE_LOSS_ZONES:
+        return ()
     reusable = {view.zone: view for view in same_nodes if view.profile == profile}
     behaviour = profile.kube_proxy_behaviour
     views = []
@@ -670,6 +684,13 @@ def zone_loss_views(
             )
         )
     return tuple(views)
+
+
+def zone_loss_beyond_cap(nodes: Iterable[Node]) -> int:
+    """The number of zone labels of the Nodes when above MAX_ZONE_LOSS_ZONES (no zone-loss
+    forecast is made for them), else 0."""
+    zones = len({node.zone for node in nodes if node.zone})
+    return zones if zones > MAX_ZONE_LOSS_ZONES else 0
 
 
 def _survives(view: ZoneLossView) -> Callable[[Endpoint], bool]:
@@ -794,12 +815,14 @@ def _converged_ready(
         today = ready_hint_sets(converged)
     if not _routes_locally_with(verdict, today, routes):
         return (today,)
-    survivors = (
-        ready_hint_sets(
-            [e for e in converged if not (e.zone == view.zone or e.node_name in view.removed_nodes)]
-        )
-        for view in views
-    )
+    survivors = []
+    for view in views:
+        kept = [
+            e for e in converged if not (e.zone == view.zone or e.node_name in view.removed_nodes)
+        ]
+        # A zone without any of the entry's endpoints leaves today's hints: one shared object,
+        # not a copy per zone (memory would grow as zones x endpoints).
+        survivors.append(today if len(kept) == len(converged) else ready_hint_sets(kept))
     return (today, *survivors)
 
 

@@ -72,7 +72,7 @@ from exporter.metrics.lines import (
     line_format,
     value_text,
 )
-from exporter.metrics.negotiation import honouring_quality, negotiate
+from exporter.metrics.negotiation import Negotiated, honouring_quality, negotiate
 from exporter.store import ServiceKey
 
 if TYPE_CHECKING:
@@ -781,10 +781,19 @@ class MetricsEndpoint:
             return self._renderer.render_gzip(fmt, own)
         return [*self._renderer.render(fmt), own]
 
+    def expensive(self, environ: WSGIEnvironment) -> bool:
+        """Whether prometheus_client renders this request (the server queues those)."""
+        environ = honouring_quality(environ)
+        return self._filtered(environ, negotiate(environ))
+
+    @staticmethod
+    def _filtered(environ: WSGIEnvironment, negotiated: Negotiated) -> bool:
+        return "name[]" in parse_qs(environ.get("QUERY_STRING", "")) or not negotiated.keeps_names
+
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         environ = honouring_quality(environ)
         negotiated = negotiate(environ)
-        if "name[]" in parse_qs(environ.get("QUERY_STRING", "")) or not negotiated.keeps_names:
+        if self._filtered(environ, negotiated):
             filtered: Iterable[bytes] = self._full_app(environ, start_response)
             return filtered
         fmt = Format.OPENMETRICS if negotiated.openmetrics else Format.TEXT

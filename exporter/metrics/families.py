@@ -37,7 +37,7 @@ from exporter.engine import (
     ReadyNodes,
     ServiceVerdict,
 )
-from exporter.engine.whatif import NO_FORECAST, EntryForecast
+from exporter.engine.whatif import MAX_ZONE_LOSS_ZONES, NO_FORECAST, EntryForecast
 from exporter.evaluator import ExporterState, ServiceResult
 from exporter.store import ServiceKey
 
@@ -897,7 +897,8 @@ ZONE_LOSS_SERVICES_LOSING_HINTS = _declare(
     Scope.CLUSTER,
     "Exported Services (per address type) that would lose topology-aware routing if every "
     "node and endpoint of the zone were lost (what-if --lose-zone), per zone label of the "
-    "cluster's nodes.",
+    "cluster's nodes; no series when the nodes have more than "
+    f"{MAX_ZONE_LOSS_ZONES} zone labels (no forecast is made then).",
     tallied(ZoneLossTally, reads=lambda state: (state.zone_loss_views,)),
     labels=("zone",),
 )

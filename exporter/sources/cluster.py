@@ -17,7 +17,7 @@ from exporter.decode import (
     service_from_raw,
 )
 from exporter.engine import EndpointSlice, Node, Service
-from exporter.resources import Resource
+from exporter.resources import OPTIONAL_RESOURCES, Resource
 from exporter.sources.informer import ResourceSpec
 from exporter.store import ClusterStore, ControllerEvent
 
@@ -45,7 +45,7 @@ EVENTS: ResourceSpec[RawEvent, ControllerEvent] = ResourceSpec(
     RawEvent,
     controller_event_from_raw,
     field_selector="involvedObject.kind=Service",
-    required=False,
+    required=Resource.EVENTS not in OPTIONAL_RESOURCES,
 )
 
 

@@ -21,12 +21,13 @@ from exporter.web.links import API_PATH, SERVICES_PATH, Links
 from exporter.web.render import (
     PageContext,
     WatchHealth,
+    bad_request_page,
     index_page,
     not_found_page,
     preload,
     service_page,
 )
-from exporter.web.table import Query, StatusView, status_view
+from exporter.web.table import Query, QueryError, StatusView, status_view
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
@@ -125,8 +126,17 @@ class StatusPages:
 
     def _page(self, state: ExporterState, path: str, query_string: str) -> tuple[str, str, bytes]:
         if path == "/":
+            try:
+                query = Query.parse(query_string)
+            except QueryError as error:
+                message = f"{error}."
+                return (
+                    "400 Bad Request",
+                    _HTML,
+                    bad_request_page(message, self.links, self._context(state)),
+                )
             view = self._cache.view(state)
-            page = index_page(view, Query.parse(query_string), self.links, self._context(state))
+            page = index_page(view, query, self.links, self._context(state))
             return "200 OK", _HTML, page
         key = _service_key(path, f"{SERVICES_PATH}/")
         if key is None:

@@ -81,6 +81,7 @@ def index_page(view: StatusView, query: Query, links: Links, context: PageContex
         context=context,
         cluster=view.cluster,
         zone_loss=view.zone_loss,
+        zone_loss_note=view.zone_loss_note,
         tallies=TALLIES,
         counts=view.counts,
         watches=context.watches,
@@ -117,4 +118,23 @@ def service_page(
 
 
 def not_found_page(message: str, links: Links, context: PageContext) -> bytes:
-    return _render("not_found.html", current="", links=links, context=context, message=message)
+    return _render(
+        "not_found.html",
+        current="",
+        links=links,
+        context=context,
+        heading="Not found",
+        message=message,
+    )
+
+
+def bad_request_page(message: str, links: Links, context: PageContext) -> bytes:
+    """A request the page cannot answer (a malformed page number): what to send instead."""
+    return _render(
+        "not_found.html",
+        current="",
+        links=links,
+        context=context,
+        heading="Bad request",
+        message=message,
+    )

@@ -17,9 +17,10 @@ from operator import attrgetter
 from types import MappingProxyType
 from urllib.parse import parse_qs, urlencode
 
-from exporter.engine import Evaluation, ExpectedState, Mechanism, Routing, ServiceVerdict
+from exporter.engine import Evaluation, ExpectedState, Mechanism, ServiceVerdict
 from exporter.engine.whatif import NO_FORECAST, EntryForecast, services_losing_hints
 from exporter.evaluator import ExporterState, ServiceResult
+from exporter.explain import zone_loss_skipped_text
 from exporter.web.facts import ClusterFacts, cluster_facts, has_overloaded_zone, share
 from exporter.web.links import Links
 
@@ -27,6 +28,8 @@ ServiceKey = tuple[str, str]
 DEFAULT_PER_PAGE = 100
 PER_PAGE_CHOICES = (50, 100, 500)
 MAX_PER_PAGE = 1000
+# Larger page numbers show the last page, as every number past the end does.
+MAX_PAGE = 10**9
 
 
 class Severity(IntEnum):
@@ -71,12 +74,20 @@ class ServiceRow:
         return self.verdict.service.name
 
 
-def routing_problems(verdict: ServiceVerdict) -> list[str]:
-    """Hints the controller keeps that a data plane still does not use (behaviour §10)."""
-    problems = []
+LOCAL_POLICY_DROPS = "local policy drops"
+
+
+def routing_problems(verdict: ServiceVerdict) -> tuple[list[str], list[str]]:
+    """Hints the controller keeps that a data plane still does not use (behaviour §10), and
+    nodes whose traffic internalTrafficPolicy Local drops: (problems, warnings)."""
+    problems: list[str] = []
     views = [view for view in verdict.routing.values() if view.applies]
-    if any(Routing.NO_ENDPOINTS in counts for view in views for counts in view.nodes.values()):
+    # (failed closed, dropped by the policy) per data plane, counted once: asked of every row.
+    no_endpoints = [view.no_endpoint_nodes() for view in views]
+    if any(failed for failed, _ in no_endpoints):
         problems.append("fails closed")
+    # The policy at work, not a hint failure, yet those nodes' clients get nothing.
+    warnings = [LOCAL_POLICY_DROPS] if any(dropped for _, dropped in no_endpoints) else []
     expected = (
         verdict.mechanism is not Mechanism.NONE
         and verdict.expected_state is ExpectedState.ENABLED
@@ -84,20 +95,22 @@ def routing_problems(verdict: ServiceVerdict) -> list[str]:
     )
     if expected and any(view.local_ratio == 0 for view in views):
         problems.append("traffic leaves its zone")
-    return problems
+    return problems, warnings
 
 
 def problems_of(verdict: ServiceVerdict) -> tuple[tuple[str, ...], Severity]:
     broken = []
-    if verdict.expected_state is ExpectedState.DISABLED:
+    # A headless or ExternalName Service's hints are read by no data plane: as `explain`,
+    # their state is no problem (exporter.overview.problems).
+    if verdict.proxied and verdict.expected_state is ExpectedState.DISABLED:
         broken.append("hints disabled")
     completeness = verdict.hint_completeness
-    if completeness is not None and 0 < completeness < 1:
+    if verdict.proxied and completeness is not None and 0 < completeness < 1:
         broken.append("partial hints")
-    broken += routing_problems(verdict)
-    if verdict.drift:
+    routing, warnings = routing_problems(verdict)
+    broken += routing
+    if verdict.proxied and verdict.drift:
         broken.append("drift")
-    warnings = []
     if verdict.config_issues:
         warnings.append("config issue")
     if has_overloaded_zone(verdict):
@@ -248,6 +261,7 @@ PROBLEMS = (
     "hints disabled",
     "partial hints",
     "fails closed",
+    LOCAL_POLICY_DROPS,
     "traffic leaves its zone",
     "drift",
     "config issue",
@@ -295,6 +309,8 @@ class StatusView:
     rows_of: Mapping[ServiceKey, tuple[ServiceResult, tuple[ServiceRow, ...]]]
     # Zone -> Services whose hints losing it would take away (what-if, behaviour §11).
     zone_loss: Mapping[str, int] = field(default_factory=dict)
+    # Why there is no zone-loss forecast when the cluster has too many zones ("" otherwise).
+    zone_loss_note: str = ""
 
 
 def status_view(state: ExporterState, previous: StatusView | None = None) -> StatusView:
@@ -335,6 +351,9 @@ def status_view(state: ExporterState, previous: StatusView | None = None) -> Sta
         counts=_counts(rows),
         rows_of=MappingProxyType(rows_of),
         zone_loss=_zone_loss(state, rows),
+        zone_loss_note=(
+            zone_loss_skipped_text(state.zone_loss_skipped) if state.zone_loss_skipped else ""
+        ),
     )
 
 
@@ -368,7 +387,11 @@ class Query:
 
     @classmethod
     def parse(cls, query_string: str) -> Query:
-        """Lenient: a value the page does not offer is ignored, never an error page."""
+        """Lenient with choices: one the page does not offer is ignored, never an error page.
+
+        A page number or page size that is not a whole number of at least 1 raises
+        QueryError (a 400 naming the parameter); one past the end shows the last page.
+        """
         values = {key: items[-1].strip() for key, items in parse_qs(query_string).items()}
         choices = {
             tally.param: values[tally.param]
@@ -379,8 +402,8 @@ class Query:
             namespace=values.get("namespace", ""),
             text=values.get("q", "")[:200],
             choices=MappingProxyType(choices),
-            page=_positive(values.get("page"), 1, 10**9),
-            per_page=_positive(values.get("per_page"), DEFAULT_PER_PAGE, MAX_PER_PAGE),
+            page=_positive(values, "page", 1, MAX_PAGE),
+            per_page=_positive(values, "per_page", DEFAULT_PER_PAGE, MAX_PER_PAGE),
         )
 
     @property
@@ -409,9 +432,20 @@ class Query:
         return urlencode([(key, value) for key, value in pairs.items() if value])
 
 
-def _positive(value: str | None, default: int, maximum: int) -> int:
-    if value is None or not value.isdigit() or int(value) < 1:
+class QueryError(ValueError):
+    """A query string the page cannot answer; the message (one line) says what to send."""
+
+
+def _positive(values: Mapping[str, str], key: str, default: int, maximum: int) -> int:
+    value = values.get(key)
+    if value is None:
         return default
+    # ASCII digits only: str.isdigit() also takes "²" and other digits int() refuses.
+    if not (value.isascii() and value.isdigit()) or not value.strip("0"):
+        raise QueryError(f"{key} must be a whole number, 1 or more")
+    # Longer than the maximum's digits: past it (int() refuses over 4,300 digits anyway).
+    if len(value.lstrip("0")) > len(str(maximum)):
+        return maximum
     return min(int(value), maximum)
 
 

@@ -69,7 +69,7 @@ def dashboard_queries(
 ) -> list[tuple[str, str, str]]:
     """Every (dashboard uid, panel title, expression) with the variables substituted.
 
-    `cluster=""` is what a single-cluster setup sends (the hidden variable has no value), and
+    `cluster=""` is what a single-cluster setup sends (the variable, shown, has no value), and
     selects series without a cluster label.
     """
     return [

@@ -84,7 +84,34 @@ def prefer_close_no_hint_for_zone_b() -> Scenario:
 
 
 def internal_traffic_policy_local() -> Scenario:
-    return all_hinted(service(mode="Auto", internal_traffic_policy="Local"))
+    """Endpoints on a-1 and b-1 only: the policy drops the traffic of a-2 and n-1."""
+    return service(mode="Auto", internal_traffic_policy="Local"), [
+        endpoint_slice(
+            endpoint("a", node_name="a-1", hints=("a",)),
+            endpoint("b", node_name="b-1", hints=("b",)),
+        )
+    ]
+
+
+def local_policy_terminating_fallback() -> Scenario:
+    """Ready on a-1; serving terminating on a-2 (kube-proxy's fallback); terminating but
+    not serving on b-1 (no fallback; Calico's R holds it all the same)."""
+    return service(internal_traffic_policy="Local"), [
+        endpoint_slice(
+            endpoint("a", node_name="a-1"),
+            replace(endpoint("a", node_name="a-2", ready=False), serving=True, terminating=True),
+            replace(endpoint("b", node_name="b-1", ready=False), serving=False, terminating=True),
+        )
+    ]
+
+
+def local_policy_no_ready_endpoint() -> Scenario:
+    """Only a serving terminating endpoint: no ready endpoint, so `cluster` comes first."""
+    return service(internal_traffic_policy="Local"), [
+        endpoint_slice(
+            replace(endpoint("a", node_name="a-1", ready=False), serving=True, terminating=True)
+        )
+    ]
 
 
 def terminating_endpoint() -> Scenario:
@@ -157,6 +184,8 @@ SCENARIOS: dict[str, Callable[[], Scenario]] = {
         no_hint_for_zone_b,
         prefer_close_no_hint_for_zone_b,
         internal_traffic_policy_local,
+        local_policy_terminating_fallback,
+        local_policy_no_ready_endpoint,
         terminating_endpoint,
         node_hints,
         stale_hints_no_mechanism,
@@ -194,7 +223,9 @@ EXPECTED: dict[DataPlane, dict[str, str]] = {
         "ready-condition-absent": "CCCC",
         "no-hint-for-zone-b": "ZZCC",
         "prefer-close-no-hint-for-zone-b": "ZZCC",
-        "internal-traffic-policy-local": "LLLL",
+        "internal-traffic-policy-local": "LXLX",
+        "local-policy-terminating-fallback": "LLXX",
+        "local-policy-no-ready-endpoint": "CCCC",
         "terminating-endpoint": "ZZCC",
         "node-hints": "NZNC",
         "stale-hints-no-mechanism": "ZZZC",
@@ -212,7 +243,9 @@ EXPECTED: dict[DataPlane, dict[str, str]] = {
         "no-hint-for-zone-b": "ZZCC",
         # trafficDistribution is not read: no annotation, no hints.
         "prefer-close-no-hint-for-zone-b": "CCCC",
-        "internal-traffic-policy-local": "LLLL",
+        "internal-traffic-policy-local": "LXLX",
+        "local-policy-terminating-fallback": "LLXX",
+        "local-policy-no-ready-endpoint": "CCCC",
         "terminating-endpoint": "ZZCC",
         "node-hints": "CCCC",
         "stale-hints-no-mechanism": "CCCC",
@@ -229,7 +262,9 @@ EXPECTED: dict[DataPlane, dict[str, str]] = {
         "ready-condition-absent": "CCCC",
         "no-hint-for-zone-b": "ZZCC",
         "prefer-close-no-hint-for-zone-b": "ZZCC",
-        "internal-traffic-policy-local": "LLLL",
+        "internal-traffic-policy-local": "LXLX",
+        "local-policy-terminating-fallback": "LLXX",
+        "local-policy-no-ready-endpoint": "CCCC",
         "terminating-endpoint": "ZZCC",
         # behaviour §12: node hints unread, PreferSameNode routes same-zone.
         "node-hints": "ZZZC",
@@ -247,7 +282,9 @@ EXPECTED: dict[DataPlane, dict[str, str]] = {
         "ready-condition-absent": "CCCC",
         "no-hint-for-zone-b": "ZZCC",
         "prefer-close-no-hint-for-zone-b": "ZZCC",
-        "internal-traffic-policy-local": "LLLL",
+        "internal-traffic-policy-local": "LXLX",
+        "local-policy-terminating-fallback": "LLXX",
+        "local-policy-no-ready-endpoint": "CCCC",
         "terminating-endpoint": "ZZCC",
         # PreferSameNode by nodeName, node hints unread.
         "node-hints": "NZNC",
@@ -266,7 +303,9 @@ EXPECTED: dict[DataPlane, dict[str, str]] = {
         # No endpoint for zone b: connections refused (cilium issue 41022).
         "no-hint-for-zone-b": "ZZXC",
         "prefer-close-no-hint-for-zone-b": "ZZXC",
-        "internal-traffic-policy-local": "LLLL",
+        "internal-traffic-policy-local": "LXLX",
+        "local-policy-terminating-fallback": "LLXX",
+        "local-policy-no-ready-endpoint": "CCCC",
         "terminating-endpoint": "ZZXC",
         # PreferSameNode does not apply in 1.18.0.
         "node-hints": "CCCC",
@@ -285,7 +324,9 @@ EXPECTED: dict[DataPlane, dict[str, str]] = {
         "ready-condition-absent": "CCCC",
         "no-hint-for-zone-b": "CCCC",
         "prefer-close-no-hint-for-zone-b": "CCCC",
-        "internal-traffic-policy-local": "LLLL",
+        "internal-traffic-policy-local": "LXLX",
+        "local-policy-terminating-fallback": "LLXX",
+        "local-policy-no-ready-endpoint": "CCCC",
         "terminating-endpoint": "CCCC",
         "node-hints": "CCCC",
         "stale-hints-no-mechanism": "CCCC",
@@ -302,7 +343,9 @@ EXPECTED: dict[DataPlane, dict[str, str]] = {
         "ready-condition-absent": "CCCC",
         "no-hint-for-zone-b": "ZZCC",
         "prefer-close-no-hint-for-zone-b": "ZZCC",
-        "internal-traffic-policy-local": "LLLL",
+        "internal-traffic-policy-local": "LXLX",
+        "local-policy-terminating-fallback": "LXXX",
+        "local-policy-no-ready-endpoint": "CCCC",
         "terminating-endpoint": "ZZCC",
         "node-hints": "ZZZC",
         "stale-hints-no-mechanism": "ZZZC",
@@ -324,6 +367,8 @@ EXPECTED: dict[DataPlane, dict[str, str]] = {
         "prefer-close-no-hint-for-zone-b": "ZZCC",
         # internalTrafficPolicy is not read.
         "internal-traffic-policy-local": "ZZZC",
+        "local-policy-terminating-fallback": "CCCC",
+        "local-policy-no-ready-endpoint": "CCCC",
         "terminating-endpoint": "ZZXC",
         "node-hints": "CCCC",
         "stale-hints-no-mechanism": "CCCC",
@@ -341,7 +386,9 @@ EXPECTED: dict[DataPlane, dict[str, str]] = {
         "ready-condition-absent": "CCCC",
         "no-hint-for-zone-b": "CCCC",
         "prefer-close-no-hint-for-zone-b": "ZZCC",
-        "internal-traffic-policy-local": "LLLL",
+        "internal-traffic-policy-local": "LXLX",
+        "local-policy-terminating-fallback": "LXXX",
+        "local-policy-no-ready-endpoint": "CCCC",
         "terminating-endpoint": "CCCC",
         "node-hints": "NZNC",
         "stale-hints-no-mechanism": "CCCC",
@@ -360,6 +407,8 @@ EXPECTED: dict[DataPlane, dict[str, str]] = {
         "no-hint-for-zone-b": "CCCC",
         "prefer-close-no-hint-for-zone-b": "ZZCC",
         "internal-traffic-policy-local": "CCCC",
+        "local-policy-terminating-fallback": "CCCC",
+        "local-policy-no-ready-endpoint": "CCCC",
         "terminating-endpoint": "CCCC",
         "node-hints": "ZZZC",
         "stale-hints-no-mechanism": "CCCC",
@@ -377,7 +426,9 @@ EXPECTED: dict[DataPlane, dict[str, str]] = {
         "ready-condition-absent": "CCCC",
         "no-hint-for-zone-b": "ZZCC",
         "prefer-close-no-hint-for-zone-b": "ZZCC",
-        "internal-traffic-policy-local": "LLLL",
+        "internal-traffic-policy-local": "LXLX",
+        "local-policy-terminating-fallback": "LLLX",
+        "local-policy-no-ready-endpoint": "CCCC",
         # The terminating endpoint still counts.
         "terminating-endpoint": "ZZZC",
         "node-hints": "NZNC",

@@ -107,7 +107,7 @@ def test_a_memoised_routing_is_the_entry_s_own(
         expected = route(DataPlane.KUBE_PROXY, endpoints, ready)
         view, proxy = routes.route(endpoints)
         assert view == expected
-        assert proxy == proxy_view_of(expected)
+        assert proxy == proxy_view_of(expected, svc)
 
 
 def test_services_of_one_shape_share_one_routing() -> None:

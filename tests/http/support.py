@@ -65,10 +65,11 @@ def serve(
     *args: str,
     tls: ssl.SSLContext | None = None,
     preexec_fn: Callable[[], None] | None = None,
+    snapshot: str = DEMO,
 ) -> Iterator[Served]:
     """`serve --snapshot demo` on 127.0.0.1:0; yields once it listens, stops it afterwards."""
     process = subprocess.Popen(
-        [*exporter_command(), "serve", "--snapshot", DEMO, "--listen-address", "127.0.0.1:0",
+        [*exporter_command(), "serve", "--snapshot", snapshot, "--listen-address", "127.0.0.1:0",
          "--log-format", "json", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

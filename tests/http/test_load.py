@@ -11,12 +11,16 @@ import socket
 import ssl
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Self
 
+import msgspec
 import pytest
 
+from bench.cluster import ClusterSize, cluster_objects
+from exporter.server import HttpLimits
 from tests.conftest import require_binary
 from tests.http.support import (
     Served,
@@ -32,6 +36,7 @@ from tests.http.support import (
     serve,
     timed,
 )
+from tests.scrape import wait_until
 
 IDLE_CLIENTS = 50
 SLOW_CLIENTS = 20
@@ -200,8 +205,16 @@ def test_1100_idle_connections_under_a_1024_open_file_limit() -> None:
     assert scrape < PROBE_TIMEOUT / 2
 
 
+# Linux retransmits an unanswered SYN after 1 s (TCP_TIMEOUT_INIT).
+SYN_RETRY_SECONDS = 1.0
+
+
 def test_twenty_parallel_scrapers_have_a_tight_tail() -> None:
-    """20 scrapers at once: p99 within 3x p50 (a backlog of 5 made p99 1 s, max 4 s)."""
+    """20 scrapers at once: none waits for a SYN retransmission (a listen backlog of 5 made
+    p99 1 s and max 4 s: the kernel drops the SYNs it cannot queue, and a client retries
+    after 1 s, then 3 s). Measured against that 1 s, not against p50: with at most
+    HttpLimits.max_scrapes responses under way some scrapes queue for one scrape's time by
+    design, and a relative bound fails on a loaded machine for no fault of the server."""
     scrapers, rounds = 20, 15
     with serve() as served:
         latencies(served, 6)
@@ -229,4 +242,98 @@ def test_twenty_parallel_scrapers_have_a_tight_tail() -> None:
     assert len(samples) == scrapers * rounds
     p50, p99 = percentile(samples, 0.50), percentile(samples, 0.99)
     report("20 parallel scrapers", p50=p50, p99=p99, max=max(samples))
-    assert p99 <= 3 * p50
+    assert max(samples) < SYN_RETRY_SECONDS
+
+
+@pytest.fixture(scope="module")
+def large_snapshot(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """4,000 Services of the benchmark's generator: a 10 MB /metrics body, more than the
+    kernel buffers for a client that never reads (3-4 MB on loopback)."""
+    objects = cluster_objects(ClusterSize().scaled(0.4))
+    path = tmp_path_factory.mktemp("large") / "cluster.json"
+    path.write_bytes(msgspec.json.encode({"kind": "List", "items": list(objects)}))
+    return str(path)
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def answered(sock: socket.socket) -> bool:
+    """Whether the server has sent this client anything (peeked: the client reads nothing)."""
+    try:
+        return bool(sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+    except BlockingIOError:
+        return False
+
+
+NEVER_READING = 300
+# Kubernetes' default probe timeoutSeconds: a probe slower than this fails. The issue asks
+# for probes within it under this load; they took 2.7 s (990 clients: 6.8 s) before.
+PROBE_BOUND = 1.0
+
+
+def test_300_clients_that_never_read_metrics_cost_bounded_memory_and_no_probe(
+    large_snapshot: str,
+) -> None:
+    """Each asked for /metrics (10 MB) and read nothing: RSS grew 330 MiB and /readyz took
+    2.7 s. Now a response holds one write batch, 16 are written at once, 64 queue and the
+    rest are answered 503 at once; probes never wait for any of it."""
+    queued = HttpLimits().max_queued
+    with serve(snapshot=large_snapshot) as served:
+        assert served.process is not None
+        pid = served.process.pid
+        wait_until(lambda: served.get("/readyz")[0] == 200, timeout=60)
+        for accept_encoding in ("gzip", "identity", "gzip"):
+            status, _, _ = served.get("/metrics", headers={"Accept-Encoding": accept_encoding})
+            assert status == 200
+        before = rss_mib(pid)
+        sockets: list[socket.socket] = []
+        probes: list[float] = []
+        peak = before
+        try:
+            for _ in range(NEVER_READING):
+                sock = socket.socket()
+                # Set before connecting, so that the window the client offers stays small.
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                sock.settimeout(10)
+                sock.connect((served.host, served.port))
+                sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n")
+                sockets.append(sock)
+            # Probe while the server works through them, until all but the queued have an
+            # answer under way, then 20 more times.
+            extra = 20
+            while extra:
+                probes.append(timed(lambda: probe_ok(served)))
+                status, _, body = served.get("/readyz")
+                assert (status, body) == (200, b"ready\n")
+                peak = max(peak, rss_mib(pid))
+                if sum(map(answered, sockets)) >= NEVER_READING - queued:
+                    extra -= 1
+            assert served.process.poll() is None, "the exporter died"
+            # Prometheus gets its turn while they still hold their connections: the queued
+            # ones take the slots of those stalled, and stall in turn (503 meanwhile).
+            started = time.monotonic()
+            scrape = served.get("/metrics")
+            deadline = started + 60
+            while scrape[0] == 503 and time.monotonic() < deadline:
+                scrape = served.get("/metrics")
+            assert scrape[0] == 200
+            assert len(scrape[2]) > 10_000_000
+            scraped_after = time.monotonic() - started
+            peak = max(peak, rss_mib(pid))
+        finally:
+            for sock in sockets:
+                sock.close()
+    report(
+        f"{NEVER_READING} clients that never read a 10 MB /metrics",
+        probe_max=max(probes),
+        probe_median=median(probes),
+        scrape_served_after=scraped_after,
+    )
+    print(f"[figures] RSS {before:.0f} MiB -> peak {peak:.0f} MiB", file=sys.stderr)  # noqa: T201
+    assert peak - before <= 100
+    assert max(probes) < PROBE_BOUND

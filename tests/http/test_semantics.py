@@ -191,6 +191,44 @@ def test_absolute_form_targets_are_served(served: Served) -> None:
     assert status_of(response) == 200
 
 
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [(b"http://example/healthz?probe=1", b"ok\n"), (b"http://example:9808?x=1", b"<html")],
+    ids=["with-path", "without-path"],
+)
+def test_absolute_form_targets_with_a_query_are_routed_by_their_path(
+    served: Served, target: bytes, expected: bytes
+) -> None:
+    """`http://host?x=1` has the path "/" (RFC 9112 3.2.2), not "" (which was a 404)."""
+    response = exchange(
+        served, b"GET " + target + b" HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
+    )
+    assert status_of(response) == 200
+    assert expected in body_of(response)
+
+
+def test_content_length_with_transfer_encoding_is_400_and_closes(served: Served) -> None:
+    """RFC 9112 6.1: a request framed both ways may be smuggled; it was served and kept open."""
+    response = exchange(
+        served,
+        b"GET /healthz HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /healthz HTTP/1.1\r\nHost: a\r\n\r\n",
+    )
+    assert status_of(response) == 400
+    assert headers_of(response)["connection"] == "close"
+    # Closed after the refusal: the pipelined request behind it is not answered.
+    assert response.count(b"HTTP/1.1 ") == 1
+
+
+@pytest.mark.parametrize("version", [b"HTTP/3.0", b"HTTP/2.0"])
+def test_other_http_versions_are_505_and_close(served: Served, version: bytes) -> None:
+    """HTTP/3.0 in HTTP/1 syntax was served as 1.1."""
+    response = exchange(served, b"GET /healthz " + version + b"\r\nHost: a\r\n\r\n")
+    assert status_of(response) == 505
+    assert headers_of(response)["connection"] == "close"
+    assert body_of(response) == b"http version not supported\n"
+
+
 def test_kept_alive_connections_serve_several_requests(served: Served) -> None:
     connection = served.connection()
     try:

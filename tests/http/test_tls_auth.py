@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import os
 import socket
 import ssl
 import subprocess
@@ -88,6 +89,10 @@ basic_auth_users:
             return served.get("/metrics", headers={"Authorization": f"Basic {token}"})[0]
 
         assert with_password("wrong") == 401
+        # Longer than bcrypt reads (bcrypt 5 raises): refused, for known and unknown users.
+        assert with_password("s3cret" + "x" * 70) == 401
+        token = base64.b64encode(b"nobody:" + b"x" * 100).decode()
+        assert served.get("/metrics", headers={"Authorization": f"Basic {token}"})[0] == 401
         assert with_password("s3cret") == 200
         assert with_password("s3cret") == 200  # the second time from the cache
         _, headers, _ = served.get("/healthz")
@@ -123,9 +128,17 @@ def test_web_listen_address_is_accepted() -> None:
          "min_version 'SSL3' is not one of"),
         ("rate_limit: {interval: 1s}", "rate_limit is not supported"),
         ("- a list", "must be a mapping"),
+        ("basic_auth_users:\n  a: '$2b$31$" + "." * 53 + "'", "user 'a' has bcrypt cost 31"),
+        ('http_server_config:\n  headers:\n    X-Frame-Options: "DENY\\0"',
+         "header X-Frame-Options must be a one-line string without control characters"),
+        ("tls_server_config: {cert_file: c, key_file: k, min_version: TLS13, max_version: TLS12}",
+         "max_version is older than min_version"),
+        ("a: " + "[" * 50_000 + "]" * 50_000, "not valid YAML"),
+        ("".join("  " * level + "k:\n" for level in range(200)), "nested deeper than 16 levels"),
     ],
     ids=["yaml", "unknown", "hash", "half-tls", "missing-file", "ciphers", "ca-without-auth",
-         "auth-type", "version", "rate-limit", "list"],
+         "auth-type", "version", "rate-limit", "list", "bcrypt-cost", "header-nul",
+         "versions-crossed", "yaml-flow-depth", "yaml-block-depth"],
 )  # fmt: skip
 def test_bad_web_config_is_one_line_and_exit_2(tmp_path: Path, text: str, words: str) -> None:
     config = write_web_config(tmp_path, text)
@@ -140,6 +153,50 @@ def test_bad_web_config_is_one_line_and_exit_2(tmp_path: Path, text: str, words:
     assert lines[0].startswith("topology-hints-exporter: error: ")
     assert words in lines[0]
     assert "Traceback" not in completed.stderr
+
+
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero", "large"])
+@pytest.mark.parametrize("role", ["web-config", "cert", "key", "client-ca"])
+def test_files_that_are_not_small_regular_files_are_refused_at_start(
+    certificates: dict[str, Path], tmp_path: Path, special: str, role: str
+) -> None:
+    """A FIFO would hang the start, /dev/zero or a huge file eat memory: one line, exit 2."""
+    if special == "fifo":
+        odd = tmp_path / "fifo"
+        os.mkfifo(odd)
+        words = "not a regular file"
+    elif special == "large":
+        odd = tmp_path / "large"
+        with odd.open("wb") as file:
+            file.truncate(5 * 1024 * 1024)
+        words = f"larger than {1 if role == 'web-config' else 4} MiB"
+    else:
+        odd, words = Path(special), "not a regular file"
+    files = {
+        "cert": certificates["server"],
+        "key": certificates["server-key"],
+        "client-ca": certificates["ca"],
+    }
+    if role != "web-config":
+        files[role] = odd
+    config = write_web_config(
+        tmp_path,
+        f"""
+tls_server_config:
+  cert_file: {files["cert"]}
+  key_file: {files["key"]}
+  client_ca_file: {files["client-ca"]}
+  client_auth_type: RequireAndVerifyClientCert
+""",
+    )
+    completed = subprocess.run(
+        [*exporter_command(), "serve", "--snapshot", DEMO, "--listen-address", "127.0.0.1:0",
+         "--web.config.file", str(odd if role == "web-config" else config)],
+        capture_output=True, text=True, check=False, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert completed.returncode == 2, completed.stderr
+    (line,) = completed.stderr.strip().splitlines()
+    assert line == f"topology-hints-exporter: error: cannot read {odd}: {words}"
 
 
 @pytest.mark.parametrize(

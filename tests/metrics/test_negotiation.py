@@ -180,3 +180,26 @@ def test_honoured_drops_refused_entries_and_orders_by_quality() -> None:
     assert honoured("a;q=0.5,b;q=0.5,c;q=1.0") == "c;q=1.0,a;q=0.5,b;q=0.5"
     assert honoured("a;q=x,b;q=-1,c;q=1.5,d;Q=0") == ""
     assert honoured(",,") == ""
+
+
+@pytest.mark.parametrize(
+    ("accept", "query", "expensive"),
+    [
+        ("", "", False),
+        (PROMETHEUS_ACCEPT, "", False),
+        ("application/openmetrics-text; version=1.0.0; escaping=underscores", "", False),
+        ("text/plain;version=1.0.0;escaping=dots", "", True),
+        ("application/openmetrics-text;version=1.0.0;escaping=values", "", True),
+        ("", "name[]=topology_hints_service_info", True),
+    ],
+)
+def test_expensive_names_the_requests_prometheus_client_renders(
+    endpoint_and_reference: tuple[MetricsEndpoint, WSGIApplication],
+    accept: str,
+    query: str,
+    expensive: bool,  # noqa: FBT001 - a parameter
+) -> None:
+    """What the server queues for its one expensive slot: what the endpoint sends to
+    prometheus_client (issue 22 item 4: `escaping=dots` was open to all, uncapped)."""
+    endpoint, _ = endpoint_and_reference
+    assert endpoint.expensive(_environ(accept, query=query)) is expensive

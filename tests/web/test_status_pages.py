@@ -17,12 +17,21 @@ import pytest
 from bench.cluster import ClusterSize, cluster_objects
 from exporter.document import evaluation_document, service_document
 from exporter.evaluator import Evaluator, ExporterState
+from exporter.serve import ServeOptions
 from exporter.snapshot import Snapshot, load_snapshot, parse_snapshot
 from exporter.store import ClusterStore
 from exporter.web.app import StatusPages
 from exporter.web.links import Links, explain_url, parse_external_url
 from exporter.web.table import Query, Severity, status_view
 from tests.conftest import EXAMPLES_DIR, PROJECT_ROOT, exporter_command
+from tests.k8s_objects import (
+    endpoint,
+    endpoint_slice,
+    service,
+    three_zone_nodes,
+    zone_endpoints,
+)
+from tests.scrape import running_exporter, wait_until
 
 DEMO = EXAMPLES_DIR / "demo-cluster.json"
 MARKUP = "<img src=x onerror=alert(1)>"
@@ -124,11 +133,37 @@ def test_pagination_is_server_side(big_state: ExporterState) -> None:
     assert row_names(third) == names[200:]
     assert b"Showing 201\xe2\x80\x93250 of 250" in third
     assert row_names(get(app, "/?page=99")[2]) == names[200:], "past the end: the last page"
-    assert row_names(get(app, "/?page=-1&per_page=x")[2]) == names[:100], "nonsense: defaults"
+    assert row_names(get(app, f"/?page={10**12}")[2]) == names[200:], "far past the end too"
+    # More digits than int() reads (4,300): still a number, so still the last page.
+    assert row_names(get(app, f"/?page={'9' * 4_301}")[2]) == names[200:]
+    assert row_names(get(app, f"/?per_page={'9' * 4_301}")[2]) == names
     assert row_names(get(app, "/?per_page=50&page=2")[2]) == names[50:100]
     assert b'href="/?page=2"' in get(app, "/")[2]
     filtered = get(app, "/?namespace=team-3&page=1&per_page=50")[2]
     assert set(row_names(filtered)) == {row.name for row in view.rows if row.namespace == "team-3"}
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "page=%C2%B2",  # a digit to str.isdigit(), not to int()
+        "page=0",
+        "page=-1",
+        "page=x",
+        "page=1.5",
+        "per_page=%D9%A3",  # ARABIC-INDIC DIGIT THREE
+        "per_page=0",
+        "per_page=x",
+    ],
+)
+def test_a_malformed_page_number_is_400_naming_the_parameter(
+    demo_state: ExporterState, query: str
+) -> None:
+    status, headers, body = get(pages(demo_state), f"/?{query}")
+    parameter = query.partition("=")[0]
+    assert status == "400 Bad Request"
+    assert headers["Content-Type"].startswith("text/html")
+    assert f"{parameter} must be a whole number, 1 or more.".encode() in body
 
 
 def test_query_keeps_filters_across_pages() -> None:
@@ -353,3 +388,44 @@ def test_zone_loss_card_names_each_zone() -> None:
     assert dict(status_view(state).zone_loss) == {"zone-a": 1, "zone-b": 1}
     _, _, html = get(pages(state), "/")
     assert b"If a zone is lost" in html
+
+
+def test_the_footer_names_the_snapshot_file_not_its_folders(tmp_path: Path) -> None:
+    """The page answers anyone who reaches the port: a path would show users and layouts."""
+    folder = tmp_path / "home-alice-clusters"
+    folder.mkdir()
+    snapshot = folder / "prod.json"
+    snapshot.write_bytes(DEMO.read_bytes())
+    with running_exporter(
+        ServeOptions(listen_address="127.0.0.1:0", snapshot=str(snapshot))
+    ) as live:
+        wait_until(lambda: live.readiness()[0], timeout=30)
+        _, _, body = live.pages.handle("/")
+    page = body.decode()
+    assert "source: snapshot prod.json" in page
+    assert "home-alice-clusters" not in page
+
+
+def test_local_policy_drops_are_a_warning_and_headless_hints_no_problem() -> None:
+    """internalTrafficPolicy Local with endpoints on 1 of 3 nodes: 33% local and "local policy
+    drops" (a warning), never "fails closed" (that is a data plane refusing clients because
+    of hints). A headless Service without hints: nothing proxies it, so no "drift"."""
+    items = [
+        *three_zone_nodes(),
+        service("infra", "cache", internal_traffic_policy="Local"),
+        endpoint_slice("infra", "cache-1", "cache", [endpoint("10.0.0.1", "zone-a", "node-a-0")]),
+        service("shop", "db", topology_mode="Auto", cluster_ip="None"),
+        endpoint_slice("shop", "db-1", "db", zone_endpoints(6, hinted=False)),
+    ]
+    data = msgspec.json.encode({"kind": "List", "items": items})
+    state = evaluated(parse_snapshot("local", data))
+    rows = {row.name: row for row in status_view(state).rows}
+    cache, db = rows["cache"], rows["db"]
+    assert cache.problems == ("local policy drops",)
+    assert cache.severity is Severity.WARNING
+    assert "fails closed" not in cache.problems
+    assert db.verdict.drift
+    assert db.problems == ()
+    _, _, html = get(pages(state), "/?problem=local+policy+drops")
+    assert row_names(html) == ["cache"]
+    assert b"33.3% local" in html
