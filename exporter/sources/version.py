@@ -11,7 +11,7 @@ import msgspec
 import urllib3
 
 from exporter.engine.profile import parse_api_minor
-from exporter.sources.kubeapi import ApiStatusError, KubeTransport, Timeouts
+from exporter.sources.kubeapi import ApiStatusError, KubeTransport, Timeouts, read_body
 
 VERSION_PATH = "/version"
 
@@ -31,7 +31,7 @@ def read_server_minor(transport: KubeTransport, timeouts: Timeouts) -> tuple[int
     try:
         response = transport.get(VERSION_PATH, (), timeouts)
         try:
-            body = response.read()
+            body = read_body(response, timeouts)
         finally:
             response.release_conn()
         version = msgspec.json.decode(body, type=_Version)
