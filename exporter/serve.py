@@ -253,7 +253,14 @@ class Exporter:
                 )
         # At start a gate the server's version locks is refused, as a flag's would be; at a
         # relist (the cluster was upgraded under a running exporter) the locked value wins.
-        profile = self._profile(server_minor, lenient=lenient)
+        try:
+            profile = self._profile(server_minor, lenient=False)
+        except ConfigError as error:
+            if not lenient:
+                raise
+            profile = self._profile(server_minor, lenient=True)
+            if profile != self.evaluator.profile:
+                logger.warning("a --feature-gates value is ignored", problem=str(error))
         if profile != self.evaluator.profile:
             for note in profile.notes():
                 logger.warning(note)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from structlog.testing import capture_logs
 
 from exporter.engine.profile import Gate, ProfileFlags
 from exporter.serve import Exporter, ServeOptions
@@ -189,3 +190,26 @@ def test_a_gate_the_servers_version_locks_stops_serve_at_start(
             exporter.start()
     finally:
         exporter.stop()
+
+
+def test_an_upgrade_that_locks_a_flagged_gate_keeps_the_locked_value(
+    kube_api: FakeKubeAPI, start_exporter: StartExporter
+) -> None:
+    """PreferSameTrafficDistribution=false is allowed on 1.34; after an upgrade to 1.35 the
+    gate is locked on: the exporter keeps running with it on, and logs why."""
+    kube_api.kubernetes_version = "1.34"
+    kube_api.load(_cluster())
+    flags = ProfileFlags(gates={Gate.PREFER_SAME_TRAFFIC_DISTRIBUTION: False})
+    with capture_logs() as logs, start_exporter(profile_flags=flags) as exporter:
+        result = eventually(exporter, lambda r: _cluster_info(r) == [("1.34", "api")])
+        assert _issues(result, **ZONAL) == {"traffic-distribution-unsupported"}
+        kube_api.kubernetes_version = "1.35"
+        kube_api.down()
+        kube_api.apply(three_zone_nodes(cpu="8")[0])
+        kube_api.compact()
+        kube_api.up()
+        eventually(exporter, lambda r: _cluster_info(r) == [("1.35", "api")])
+        result = eventually(exporter, lambda r: not _issues(r, **ZONAL))
+        gate = {"component": "controller", "name": str(Gate.PREFER_SAME_TRAFFIC_DISTRIBUTION)}
+        assert result.value("topology_hints_feature_gate_enabled", **gate) == 1
+    assert any(entry["event"] == "a --feature-gates value is ignored" for entry in logs)
