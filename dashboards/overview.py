@@ -117,6 +117,26 @@ def _cluster_row(dash: dashboard_builders.Dashboard, c: MonitoringConfig) -> Non
             bars=True,
         )
     )
+    dash.with_panel(
+        grid(
+            "Kubernetes version",
+            "The control plane's version the rules are evaluated under and where it came from "
+            "(flag, api: the API server's /version, or assumed: the newest semantics). Empty "
+            "when assumed: pass --kubernetes-version.",
+            "none",
+            Query(f"max by (kubernetes_version, source) ({sel(c, f.CLUSTER_INFO.name)})"),
+        )
+    )
+    dash.with_panel(
+        grid(
+            "Feature gates",
+            "ServiceTrafficDistribution and PreferSameTrafficDistribution as the rules take "
+            "them, for the controller and for kube-proxy (which may lag the control plane).",
+            "none",
+            Query(f"max by (component, name) ({sel(c, f.FEATURE_GATE_ENABLED.name)})"),
+            value_column="enabled",
+        )
+    )
 
 
 def _services_row(dash: dashboard_builders.Dashboard, c: MonitoringConfig) -> None:
@@ -229,6 +249,19 @@ def _needs_attention_row(dash: dashboard_builders.Dashboard, c: MonitoringConfig
                 "max by (namespace, service, issue) "
                 f"({sel(c, f.SERVICE_CONFIG_ISSUE.name, NAMESPACES)})"
             ),
+            link_to_service=True,
+        )
+    )
+    dash.with_panel(
+        grid(
+            "Notices",
+            "Worth knowing, never a problem: e.g. prefer-close-deprecated (PreferSameZone means "
+            "the same where the control plane accepts it). No alert fires on them.",
+            "none",
+            Query(
+                f"max by (namespace, service, notice) ({sel(c, f.SERVICE_NOTICE.name, NAMESPACES)})"
+            ),
+            width=24,
             link_to_service=True,
         )
     )

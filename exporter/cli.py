@@ -15,6 +15,14 @@ import msgspec
 from exporter import __version__
 from exporter.document import formatted_evaluation_document, service_document
 from exporter.engine import DEFAULT_DATAPLANES, DataPlane
+from exporter.engine.profile import (
+    Gate,
+    Profile,
+    ProfileError,
+    ProfileFlags,
+    parse_gates,
+    parse_minor,
+)
 from exporter.engine.whatif import MAX_SCENARIO_COUNT
 from exporter.overview import (
     NODES,
@@ -128,6 +136,60 @@ def _add_dataplane_argument(parser: argparse.ArgumentParser | argparse._Argument
     )
 
 
+def _add_profile_arguments(parser: argparse.ArgumentParser) -> None:
+    """behaviour §12: the Kubernetes versions and gates to evaluate under."""
+    profile = parser.add_argument_group(
+        "Kubernetes profile (default: the API server's /version when reading a cluster, "
+        "else the newest semantics)"
+    )
+    profile.add_argument(
+        "--kubernetes-version",
+        metavar="1.MINOR",
+        help="the control plane's version, e.g. 1.33 (older than 1.29 is evaluated as 1.29)",
+    )
+    profile.add_argument(
+        "--kube-proxy-version",
+        metavar="1.MINOR",
+        help="kube-proxy's version when it lags the control plane (default: the control "
+        "plane's, or the kube-proxy DaemonSet's image tag with serve --dataplane auto)",
+    )
+    profile.add_argument(
+        "--feature-gates",
+        action="append",
+        metavar="NAME=BOOL[,...]",
+        help="override both components' gate defaults, as their own flag does: "
+        + ", ".join(f"{gate}=true|false" for gate in Gate),
+    )
+
+
+def parse_profile_flags(args: argparse.Namespace) -> ProfileFlags:
+    """The profile flags, checked as far as they go alone; CommandError on a bad one."""
+    try:
+        flags = ProfileFlags(
+            kubernetes_minor=(
+                parse_minor(args.kubernetes_version) if args.kubernetes_version else None
+            ),
+            kube_proxy_minor=(
+                parse_minor(args.kube_proxy_version, "--kube-proxy-version")
+                if args.kube_proxy_version
+                else None
+            ),
+            gates=parse_gates(",".join(args.feature_gates or ())),
+        )
+        # A gate locked by the flags' own versions is refused now, before reading anything.
+        flags.profile()
+    except ProfileError as error:
+        raise CommandError(str(error)) from None
+    return flags
+
+
+def _profile(flags: ProfileFlags, server_minor: int | None) -> Profile:
+    try:
+        return flags.profile(server_minor)
+    except ProfileError as error:
+        raise CommandError(str(error)) from None
+
+
 def parse_dataplanes(values: Sequence[str] | None) -> tuple[DataPlane, ...]:
     """The --dataplane ids in the order given, each once; CommandError names the valid ones."""
     ids = [value for group in values or () for value in group.split(",") if value]
@@ -154,12 +216,14 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     )
     _add_input_arguments(evaluate)
     _add_dataplane_argument(evaluate)
+    _add_profile_arguments(evaluate)
 
     explain = commands.add_parser(
         "explain", help="explain the verdicts for a snapshot or a cluster, Service by Service"
     )
     _add_input_arguments(explain)
     _add_dataplane_argument(explain)
+    _add_profile_arguments(explain)
     _add_scope_arguments(explain)
     explain.add_argument(
         "--output",
@@ -247,6 +311,7 @@ def _add_what_if_parser(commands: argparse._SubParsersAction[argparse.ArgumentPa
     what_if.add_argument(
         "--output", "-o", choices=("text", "json"), default="text", help="text (default) or json"
     )
+    _add_profile_arguments(what_if)
     what_if.set_defaults(steps=[])
 
 
@@ -337,6 +402,7 @@ def _add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentPars
         "--total-shards", type=int, default=1, metavar="N", help="number of shards (default 1)"
     )
     _add_dataplane_argument(scope)
+    _add_profile_arguments(serve)
     logs = serve.add_argument_group("logging")
     logs.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
     logs.add_argument(
@@ -391,6 +457,7 @@ def _serve_options(args: argparse.Namespace) -> ServeOptions:
         raise CommandError(str(error)) from None
     if not 0 <= shard < args.total_shards:
         raise CommandError(f"shard {shard} is outside 0..{args.total_shards - 1}")
+    profile_flags = parse_profile_flags(args)
     return ServeOptions(
         listen_address=args.listen_address,
         snapshot=args.snapshot,
@@ -414,6 +481,7 @@ def _serve_options(args: argparse.Namespace) -> ServeOptions:
         dataplanes=parse_dataplanes(_without_auto(args.dataplane)),
         detect_dataplanes=AUTO_DATAPLANE in _dataplane_ids(args.dataplane),
         informer=InformerSettings(use_apiserver_cache=args.use_apiserver_cache),
+        profile_flags=profile_flags,
     )
 
 
@@ -445,8 +513,10 @@ def _run_serve(args: argparse.Namespace) -> int:
         ) from None
 
 
-def _read_input(args: argparse.Namespace) -> tuple[Snapshot, dict[str, str], str]:
-    """The snapshot, or the cluster listed now; kinds it lacks and why; and where it came from."""
+def _read_input(args: argparse.Namespace) -> tuple[Snapshot, dict[str, str], str, Profile]:
+    """The snapshot, or the cluster listed now; kinds it lacks and why; where it came from;
+    and the Kubernetes profile to evaluate it under (behaviour §12)."""
+    flags = parse_profile_flags(args)
     if args.snapshot is not None:
         if args.kubeconfig or args.context:
             raise CommandError("--snapshot and --kubeconfig/--context are exclusive: read one")
@@ -456,7 +526,7 @@ def _read_input(args: argparse.Namespace) -> tuple[Snapshot, dict[str, str], str
             "-A -o json dumps all three)"
             for kind in _missing_kinds(snapshot)
         }
-        return snapshot, missing, "the snapshot"
+        return snapshot, missing, "the snapshot", _profile(flags, None)
     from exporter.sources.kubeapi import ConfigError  # noqa: PLC0415
     from exporter.sources.listing import ClusterReadError, read_cluster  # noqa: PLC0415
 
@@ -471,7 +541,12 @@ def _read_input(args: argparse.Namespace) -> tuple[Snapshot, dict[str, str], str
     missing = dict(listed.unreadable)
     for kind in _missing_kinds(listed.snapshot):
         missing.setdefault(kind, f"the cluster returned no {kind}")
-    return listed.snapshot, missing, "the cluster"
+    if listed.version_problem and flags.kubernetes_minor is None:
+        _warn(
+            f"{listed.version_problem}: evaluating with the newest semantics "
+            "(pass --kubernetes-version)"
+        )
+    return listed.snapshot, missing, "the cluster", _profile(flags, listed.server_minor)
 
 
 def _missing_kinds(snapshot: Snapshot) -> list[str]:
@@ -484,10 +559,12 @@ def _warn(message: str) -> None:
 
 def _run_evaluate(args: argparse.Namespace) -> int:
     dataplanes = parse_dataplanes(args.dataplane)
-    snapshot, missing, _where = _read_input(args)
+    snapshot, missing, _where, profile = _read_input(args)
     for warning in missing_warnings(missing):
         _warn(warning)
-    evaluation = snapshot.evaluate(dataplanes)
+    for note in profile.notes():
+        _warn(note)
+    evaluation = snapshot.evaluate(dataplanes, profile)
     # Written piece by piece: the whole document would be the command's peak memory.
     sys.stdout.buffer.writelines(map(json_printable, formatted_evaluation_document(evaluation)))
     sys.stdout.buffer.write(b"\n")
@@ -542,8 +619,8 @@ def _run_explain(args: argparse.Namespace) -> int:
 
     dataplanes = parse_dataplanes(args.dataplane)
     namespace, name = _scope(args)
-    snapshot, missing, where = _read_input(args)
-    evaluation = snapshot.evaluate(dataplanes)
+    snapshot, missing, where, profile = _read_input(args)
+    evaluation = snapshot.evaluate(dataplanes, profile)
     try:
         verdicts = select(evaluation, namespace, name)
     except LookupError as error:
@@ -590,7 +667,7 @@ def _zone_loss(snapshot: Snapshot, evaluation: Evaluation) -> dict[str, int]:
 
     # The live exporter's per-entry forecasts: enabled auto entries are judged from their
     # count alone, without building any converged routing.
-    views = whatif.zone_loss_views(snapshot.nodes)
+    views = whatif.zone_loss_views(snapshot.nodes, profile=evaluation.profile)
     feasibility = whatif.Feasibility(evaluation.capacity)
     grouped = slices_by_service(snapshot.endpoint_slices)
     forecasts = (
@@ -616,12 +693,16 @@ def _run_what_if(args: argparse.Namespace) -> int:
 
     if (args.max_surge or args.max_unavailable) and not args.rollout:
         raise CommandError("--max-surge and --max-unavailable describe a --rollout")
-    snapshot, missing, _where = _read_input(args)
+    snapshot, missing, _where, profile = _read_input(args)
     if missing:
         # Every answer needs all three kinds (zone shares, Services, their endpoints): exit 2
         # with explain's sentence rather than answer from what is not there.
         raise CommandError(missing_error(missing))
-    cluster = whatif.Cluster(snapshot.nodes, snapshot.services, snapshot.endpoint_slices)
+    for note in profile.notes():
+        _warn(note)
+    cluster = whatif.Cluster(
+        snapshot.nodes, snapshot.services, snapshot.endpoint_slices, profile=profile
+    )
     try:
         steps = [_scenario_step(kind, value) for kind, value in args.steps]
         result = whatif.what_if(cluster, steps)

@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 
 from exporter.engine import Evaluation, ServiceVerdict
+from exporter.engine.profile import Component, Profile
 
 
 def routing_fields(verdict: ServiceVerdict) -> dict[str, Any]:
@@ -59,6 +60,7 @@ def service_document(verdict: ServiceVerdict) -> dict[str, Any]:
         ),
         "config_issues": sorted(str(issue) for issue in verdict.config_issues),
         "drift": sorted(str(kind) for kind in verdict.drift),
+        "notices": sorted(str(notice) for notice in verdict.notices),
         **routing_fields(verdict),
     }
 
@@ -66,6 +68,7 @@ def service_document(verdict: ServiceVerdict) -> dict[str, Any]:
 def evaluation_document(evaluation: Evaluation) -> dict[str, Any]:
     return {
         "cluster": _cluster_document(evaluation),
+        "kubernetes": profile_document(evaluation.profile),
         "services": [service_document(verdict) for verdict in evaluation.services],
     }
 
@@ -81,6 +84,7 @@ def formatted_evaluation_document(evaluation: Evaluation) -> Iterator[bytes]:
     `msgspec.json.format(encode(evaluation_document(...)), indent=2)`, without ever holding
     the whole document (10,000 Services make hundreds of MB of dicts and their text)."""
     yield b'{\n  "cluster": ' + _indented(_cluster_document(evaluation), 1)
+    yield b',\n  "kubernetes": ' + _indented(profile_document(evaluation.profile), 1)
     if not evaluation.services:
         yield b',\n  "services": []\n}'
         return
@@ -102,3 +106,18 @@ def _cluster_document(evaluation: Evaluation) -> dict[str, Any]:
             {"node": problem.node, "missing": str(problem.missing)} for problem in capacity.problems
         ],
     }
+
+
+def _component_document(component: Component) -> dict[str, Any]:
+    return {
+        "version": component.version,
+        "source": str(component.source),
+        "feature_gates": {str(gate): value for gate, value in component.gates.items()},
+    }
+
+
+def profile_document(profile: Profile) -> dict[str, Any]:
+    """behaviour §12: the versions and gates the verdicts were computed under."""
+    document = _component_document(profile.control_plane)
+    document["kube_proxy"] = _component_document(profile.kube_proxy)
+    return document

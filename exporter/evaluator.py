@@ -41,6 +41,7 @@ from exporter.engine.evaluate import (
 )
 from exporter.engine.kubeproxy import KubeProxyRoutes
 from exporter.engine.model import Node
+from exporter.engine.profile import ASSUMED, Profile
 from exporter.engine.whatif import (
     EntryForecast,
     Feasibility,
@@ -119,6 +120,8 @@ class ExporterState:
     # Services whose result was added, replaced or removed since generation - 1 (a
     # renderer that saw that generation updates only these); None when unknown.
     changed: frozenset[ServiceKey] | None = None
+    # behaviour §12: the Kubernetes versions and gates the verdicts were computed under.
+    profile: Profile = ASSUMED
 
 
 class _Moved(Enum):
@@ -154,8 +157,13 @@ class Evaluator:
         clock: Callable[[], float] | None = None,
         observe: Callable[[float], None] | None = None,
         dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES,
+        profile: Profile = ASSUMED,
     ) -> None:
         self._store = store
+        # behaviour §12: what every verdict is computed under, and the one to switch to
+        # (set from the thread that reads the API server's /version; read at each step).
+        self._profile = profile
+        self._next_profile = profile
         # Each verdict carries these data planes' routing (behaviour §10).
         self._dataplanes = tuple(dataplanes)
         # Looked up now, not at import, so a frozen clock in tests applies.
@@ -183,7 +191,9 @@ class Evaluator:
         # The judgements of the published capacity, shared by every Service's evaluation.
         self._judgements = Judgements(self._state.capacity)
         # kube-proxy's routings over the published Ready nodes, shared likewise.
-        self._routes = KubeProxyRoutes(self._state.nodes)
+        self._routes = KubeProxyRoutes(self._state.nodes, profile.kube_proxy_behaviour)
+        # The Nodes last seen: a profile change rebuilds the zone-loss views from them.
+        self._nodes: tuple[Node, ...] = ()
         # Which node is in which zone: zone-loss views also depend on not-Ready nodes.
         self._zone_membership: frozenset[tuple[str, str]] = frozenset()
         self._zone_loss_skipped = 0
@@ -195,6 +205,14 @@ class Evaluator:
     def state(self) -> ExporterState:
         return self._state
 
+    @property
+    def profile(self) -> Profile:
+        return self._next_profile
+
+    def set_profile(self, profile: Profile) -> None:
+        """Evaluate under `profile` from the next step on (every Service, if it differs)."""
+        self._next_profile = profile
+
     def add_listener(self, listener: Callable[[ExporterState], None]) -> None:
         """Called with each newly published state, in the evaluator's thread."""
         self._listeners.append(listener)
@@ -205,7 +223,8 @@ class Evaluator:
         # Held-back lines of flapping Services are due with time, not only with changes.
         self.transitions.flush()
         changes = self._store.take_changes()
-        if changes.empty and self._state.generation > 0:
+        profile_changed = self._next_profile != self._profile
+        if changes.empty and not profile_changed and self._state.generation > 0:
             self.transitions.end_step()
             return self._state
         self._apply(changes)
@@ -220,7 +239,14 @@ class Evaluator:
     def _apply(self, changes: Changes) -> None:
         previous = self._state
         dirty = set(changes.services)
-        view, moved = self._node_view(changes.nodes)
+        profile_changed = self._next_profile != self._profile
+        if profile_changed:
+            # The mechanism, config issues, notices and kube-proxy's routing of every Service
+            # depend on the profile: nothing prepared under the old one is kept.
+            self._profile = self._next_profile
+            self._prepared.clear()
+            dirty |= self._inputs.keys()
+        view, moved = self._node_view(changes.nodes, profile_changed=profile_changed)
         # Only CPU shares moved: the other Services are re-judged from their verdicts.
         rejudge: set[ServiceKey] = set()
         if moved is _Moved.SHARES:
@@ -263,15 +289,24 @@ class Evaluator:
             zone_loss_views=view.zone_loss_views,
             zone_loss_skipped=self._zone_loss_skipped,
             changed=frozenset(changed),
+            profile=self._profile,
         )
 
-    def _node_view(self, nodes: tuple[Node, ...] | None) -> tuple[_NodeView, _Moved]:
+    def _node_view(
+        self, nodes: tuple[Node, ...] | None, *, profile_changed: bool = False
+    ) -> tuple[_NodeView, _Moved]:
         """The node view to evaluate with, after the store's Nodes (None: unchanged)."""
         previous = self._state
         capacity, ready = previous.capacity, previous.nodes
         feasibility, views = previous.feasibility, previous.zone_loss_views
         moved = _Moved.NOTHING
         same_zone_loss = True
+        if nodes is not None:
+            self._nodes = nodes
+        if profile_changed:
+            # The zone-loss views judge the cluster without each zone under the profile.
+            views = zone_loss_views(self._nodes, (), self._profile)
+            same_zone_loss = False
         if nodes is not None:
             # Equal ones are kept, not replaced by a copy: verdicts, memos and families
             # refer to them, and comparing an object with itself is immediate.
@@ -282,15 +317,16 @@ class Evaluator:
             if capacity is not previous.capacity or not same_nodes:
                 moved = _Moved.SHARES if same_nodes else _Moved.NODES
                 feasibility = Feasibility(capacity)
-                views = zone_loss_views(nodes, views if same_nodes else ())
+                views = zone_loss_views(nodes, views if same_nodes else (), self._profile)
                 self._zone_loss_skipped = zone_loss_beyond_cap(nodes)
                 # Which nodes each view removes follows from zone membership alone.
                 same_zone_loss = membership == self._zone_membership
                 self._zone_membership = membership
         if capacity is not self._judgements.capacity:
             self._judgements = Judgements(capacity)
-        if ready is not self._routes.nodes:
-            self._routes = KubeProxyRoutes(ready)
+        behaviour = self._profile.kube_proxy_behaviour
+        if not self._routes.serves(ready, behaviour):
+            self._routes = KubeProxyRoutes(ready, behaviour)
         view = _NodeView(
             capacity, ready, feasibility, views, self._judgements, self._routes, same_zone_loss
         )
@@ -303,7 +339,7 @@ class Evaluator:
         prepared = self._prepared.get(key)
         if prepared is not None and prepared[0] is service and prepared[1] is slices:
             return prepared[2], True
-        inputs = service_inputs(service, slices, self._zone_sets)
+        inputs = service_inputs(service, slices, self._zone_sets, self._profile)
         self._prepared[key] = (service, slices, inputs)
         return inputs, False
 
@@ -342,6 +378,7 @@ class Evaluator:
                 view.judgements,
                 view.routes,
                 inputs,
+                profile=self._profile,
             )
             previous_forecasts = ()
             if kept and view.same_zone_loss and old is not None:

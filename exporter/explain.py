@@ -38,6 +38,7 @@ from exporter.engine import (
 from exporter.engine.allocation import OVERLOAD_LIMIT, refusal_reason, zone_minimum
 from exporter.engine.mechanism import deciding_annotation
 from exporter.engine.model import ZONE_LABEL
+from exporter.engine.profile import NEWEST_MINOR, Component, Profile, Source, kube_proxy_effect
 from exporter.engine.reasons import HINTS_DISABLED_EVENT, HINTS_ENABLED_EVENT
 from exporter.engine.whatif import MAX_ZONE_LOSS_ZONES, Feasibility, Margin, endpoint_margin
 from exporter.overview import NODES, missing_warnings
@@ -215,10 +216,44 @@ def wrap(tokens: Iterable[tuple[str, str]], width: int) -> list[str]:
 # Cluster header
 
 
+_SOURCE_WORDS = {
+    Source.FLAG: "given by flag",
+    Source.API: "the API server's /version",
+    Source.DETECTED: "the kube-proxy DaemonSet's image",
+    Source.CONTROL_PLANE: "the control plane's",
+}
+
+
+def _gate_words(component: Component) -> str:
+    """The gates that are off (the newest semantics have both on)."""
+    off = [str(gate) for gate, enabled in component.gates.items() if not enabled]
+    if not off:
+        return "both topology gates on"
+    if len(off) == len(component.gates):
+        return "both topology gates off"
+    return " and ".join(off) + " off"
+
+
+def profile_lines(profile: Profile, options: ExplainOptions) -> list[str]:
+    """behaviour §12: the versions and gates the verdicts below assume, and where from."""
+    lines: list[str] = []
+    for name, part in (("Kubernetes", profile.control_plane), ("kube-proxy", profile.kube_proxy)):
+        if part.minor is not None:
+            source = _SOURCE_WORDS.get(part.source, str(part.source))
+            lead = part.version if name == "Kubernetes" else f"{name} {part.version}"
+            lines.append(f"{lead} ({source}): {_gate_words(part)}")
+        elif name == "Kubernetes":
+            lines.append(
+                f"assuming Kubernetes 1.{NEWEST_MINOR} or newer; pass --kubernetes-version"
+            )
+    lines += [options.paint(note, Tone.WARN) for note in profile.notes()]
+    return lines
+
+
 def cluster_lines(evaluation: Evaluation, options: ExplainOptions) -> list[str]:
     capacity = evaluation.capacity
     ready_nodes = len(evaluation.nodes.zone_of)
-    lines = ["Cluster"]
+    lines = ["Cluster", *fields("Kubernetes", profile_lines(evaluation.profile, options))]
     if NODES in options.missing:
         return [*lines, field("Node info", options.paint("unknown", Tone.WARN) + ": no Nodes")]
     if capacity.sufficient:
@@ -332,6 +367,7 @@ def service_lines(
     lines = [
         f"{title} ({verdict.address_type})",
         *routing_lines(evaluation.nodes, verdict, options),
+        *profile_effect_lines(evaluation, verdict, options),
         *prose("Mechanism", mechanism_text(verdict), options),
         field("Verdict", verdict_text(verdict, options)),
         *prose("Why", why_text(evaluation, verdict), options),
@@ -344,9 +380,31 @@ def service_lines(
     lines += items("Warnings", load_warnings(verdict), options, Tone.WARN)
     lines += items("Drift", drift_texts(verdict), options, Tone.WARN)
     lines += fields("Config issues", config_issue_lines(verdict, options))
+    lines += notice_lines(verdict, options)
     if verdict.mechanism is Mechanism.AUTO:
         lines += advisor_lines(evaluation.capacity, verdict, options)
     return lines
+
+
+def notice_lines(verdict: ServiceVerdict, options: ExplainOptions) -> list[str]:
+    """behaviour §12's notices: worth knowing, never a problem."""
+    if not verdict.notices:
+        return []
+    return items("Notices", [notice.text for notice in sorted(verdict.notices)], options)
+
+
+def profile_effect(evaluation: Evaluation, verdict: ServiceVerdict) -> str | None:
+    """Why the Kubernetes profile makes kube-proxy route this Service otherwise (§12)."""
+    if not verdict.service.proxied:
+        return None
+    return kube_proxy_effect(verdict.service, evaluation.profile)
+
+
+def profile_effect_lines(
+    evaluation: Evaluation, verdict: ServiceVerdict, options: ExplainOptions
+) -> list[str]:
+    effect = profile_effect(evaluation, verdict)
+    return [] if effect is None else prose("Version skew", effect, options, Tone.WARN)
 
 
 def service_lines_without_nodes(
@@ -394,7 +452,9 @@ def mechanism_text(verdict: ServiceVerdict) -> str:
         off = f"; annotation {annotation} is off" if annotation else ""
         return f"traffic-distribution, from {field_text}{off}"
     reasons = [f"annotation {annotation} is not Auto"] if annotation else []
-    if field_text:
+    if field_text and ConfigIssue.TRAFFIC_DISTRIBUTION_UNSUPPORTED in verdict.config_issues:
+        reasons.append(f"{field_text} is not accepted by this control plane's version or gates")
+    elif field_text:
         reasons.append(f"{field_text} is not a known value")
     return "none: " + ("; ".join(reasons) or "no topology annotation, no spec.trafficDistribution")
 
@@ -788,7 +848,10 @@ def cause_text(dataplane: DataPlane, zone_routing: ZoneRouting, zones: Sequence[
             return f"{hinted}: a slice without such an endpoint is kept whole (PreferClose)"
         return hinted
     if cause is Cause.NOT_REQUESTED:
-        return f"{dataplane} looks at topology only with {DATA_PLANES[dataplane].needs}"
+        # The profile's kube-proxy asks only when it is older than 1.31 (behaviour §12):
+        # then it needs what kube-proxy-1.29 needs.
+        needs = DATA_PLANES[dataplane].needs or DATA_PLANES[DataPlane.KUBE_PROXY_1_29].needs
+        return f"{dataplane} looks at topology only with {needs}"
     return _CAUSE_TEXT.get(cause, str(cause)).format(dataplane=dataplane, zones=zone_names(zones))
 
 

@@ -45,9 +45,14 @@ _WITHOUT = {
         "no Service has endpoints to judge, so there is no verdict at all; only node info is shown"
     ),
 }
-# Config issues that mean the Service asked for hints in a way the controller ignores.
+# Config issues that mean the Service asked for hints in a way the controller ignores
+# (a misspelt value, or one this control plane's version or gates do not accept).
 _MISSPELLED_REQUESTS = frozenset(
-    {ConfigIssue.UNKNOWN_ANNOTATION_VALUE, ConfigIssue.UNKNOWN_TRAFFIC_DISTRIBUTION}
+    {
+        ConfigIssue.UNKNOWN_ANNOTATION_VALUE,
+        ConfigIssue.UNKNOWN_TRAFFIC_DISTRIBUTION,
+        ConfigIssue.TRAFFIC_DISTRIBUTION_UNSUPPORTED,
+    }
 )
 _FOLLOWING_HINTS = frozenset({ProxyMode.PREFER_SAME_ZONE, ProxyMode.PREFER_SAME_NODE})
 _FOLLOWING_ROUTINGS = frozenset({Routing.SAME_ZONE, Routing.SAME_NODE})

@@ -22,6 +22,7 @@ from prometheus_client.registry import Collector
 
 from exporter import __version__
 from exporter.engine import DEFAULT_DATAPLANES, DataPlane
+from exporter.engine.profile import Profile, ProfileError, ProfileFlags
 from exporter.engine.whatif import MAX_ZONE_LOSS_ZONES
 from exporter.evaluator import Evaluator
 from exporter.logs import LogFormat, configure_logging
@@ -37,10 +38,11 @@ from exporter.metrics.instruments import RESOURCES, ExporterMetrics, StatusColle
 from exporter.resources import EventTypeLabel, Resource, RestartCause
 from exporter.server import BasicAuth, MetricsServer, default_routes, make_app
 from exporter.snapshot import DEFAULT_MAX_INPUT_BYTES, load_snapshot
-from exporter.sources.cluster import ENDPOINT_SLICES, EVENTS, NODES, SERVICES, sinks
+from exporter.sources.cluster import ENDPOINT_SLICES, EVENTS, NODES, SERVICES, StoreSink, sinks
 from exporter.sources.dataplanes import FLAG, detect_dataplanes
 from exporter.sources.informer import Informer, InformerSettings
-from exporter.sources.kubeapi import KubeTransport, api_client
+from exporter.sources.kubeapi import ConfigError, KubeTransport, api_client
+from exporter.sources.version import read_server_minor
 from exporter.store import ClusterStore
 from exporter.web.app import StatusPages
 from exporter.web.render import WatchHealth
@@ -80,6 +82,8 @@ class ServeOptions:
     dataplanes: tuple[DataPlane, ...] = DEFAULT_DATAPLANES
     # --dataplane auto: detect them from kube-system at start, `dataplanes` the fallback.
     detect_dataplanes: bool = False
+    # behaviour §12: --kubernetes-version, --kube-proxy-version and --feature-gates.
+    profile_flags: ProfileFlags = field(default_factory=ProfileFlags)
 
 
 def shard_of(namespace: str, name: str, total_shards: int) -> int:
@@ -114,10 +118,11 @@ def service_filter(options: ServeOptions) -> Callable[[str, str], bool]:
 
 def _dataplanes(
     options: ServeOptions, transport: KubeTransport | None
-) -> tuple[tuple[DataPlane, ...], str]:
-    """The data planes to evaluate and where they came from (flag, or detected at start)."""
+) -> tuple[tuple[DataPlane, ...], str, int | None]:
+    """The data planes to evaluate, where they came from (flag, or detected at start), and
+    kube-proxy's minor version when detection read it."""
     if not options.detect_dataplanes or transport is None:
-        return options.dataplanes, FLAG
+        return options.dataplanes, FLAG, None
     return detect_dataplanes(transport, options.informer.timeouts, options.dataplanes)
 
 
@@ -135,7 +140,7 @@ class Exporter:
         if options.snapshot is None:
             self._transport = KubeTransport(api_client(options.kubeconfig, options.context))
         self.store = ClusterStore(accepts_service=service_filter(options))
-        dataplanes, source = _dataplanes(options, self._transport)
+        dataplanes, source, self._kube_proxy_minor = _dataplanes(options, self._transport)
         # _created series double every counter's cardinality and no alert or dashboard uses
         # them (kube-state-metrics does not expose them either).
         disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -151,8 +156,14 @@ class Exporter:
             external_url=options.external_url,
         )
         self.evaluator = Evaluator(
-            self.store, observe=self.metrics.evaluation, dataplanes=dataplanes
+            self.store,
+            observe=self.metrics.evaluation,
+            dataplanes=dataplanes,
+            # The flags alone; a live exporter adds the API server's /version at each list.
+            profile=self._profile(None, lenient=False),
         )
+        for note in self.evaluator.profile.notes():
+            logger.warning(note)
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -218,6 +229,62 @@ class Exporter:
             expensive=metrics.expensive,
             auth=BasicAuth(web.basic_auth_users) if web.basic_auth_users else None,
         )
+
+    # -- the Kubernetes profile (behaviour §12) ---------------------------------------------------
+
+    def _profile(self, server_minor: int | None, *, lenient: bool) -> Profile:
+        try:
+            return self.options.profile_flags.profile(
+                server_minor, self._kube_proxy_minor, lenient=lenient
+            )
+        except ProfileError as error:
+            # One line and exit 2, as a bad flag gives (serve.run's caller says so).
+            raise ConfigError(str(error)) from None
+
+    def _read_profile(self, transport: KubeTransport, *, lenient: bool) -> None:
+        """The profile with the API server's /version; the flags' version wins over it."""
+        server_minor = None
+        if self.options.profile_flags.kubernetes_minor is None:
+            server_minor, problem = read_server_minor(transport, self.options.informer.timeouts)
+            if problem:
+                logger.warning(
+                    "evaluating with the newest semantics; pass --kubernetes-version",
+                    problem=problem,
+                )
+        # At start a gate the server's version locks is refused, as a flag's would be; at a
+        # relist (the cluster was upgraded under a running exporter) the locked value wins.
+        try:
+            profile = self._profile(server_minor, lenient=False)
+        except ConfigError as error:
+            if not lenient:
+                raise
+            profile = self._profile(server_minor, lenient=True)
+            if profile != self.evaluator.profile:
+                logger.warning("a --feature-gates value is ignored", problem=str(error))
+        if profile != self.evaluator.profile:
+            for note in profile.notes():
+                logger.warning(note)
+            logger.info(
+                "kubernetes profile",
+                kubernetes_version=profile.control_plane.version,
+                source=str(profile.control_plane.source),
+                kube_proxy_version=profile.kube_proxy.version,
+                kube_proxy_source=str(profile.kube_proxy.source),
+            )
+        self.evaluator.set_profile(profile)
+
+    def _relisting_nodes(self, sink: StoreSink[Any], transport: KubeTransport) -> StoreSink[Any]:
+        """The Nodes sink, reading /version again before each complete list is applied."""
+
+        def replace(nodes: list[Any]) -> None:
+            try:
+                self._read_profile(transport, lenient=True)
+            except Exception:
+                # The profile keeps its last value; the nodes must still be applied.
+                logger.exception("reading the Kubernetes version failed")
+            sink.replace(nodes)
+
+        return StoreSink(replace, sink.upsert, sink.delete)
 
     def _web_config(self) -> WebConfig:
         """TLS and auth settings; an unusable one raises WebConfigError (one line)."""
@@ -333,7 +400,11 @@ class Exporter:
         self.store.replace_endpoint_slices(snapshot.endpoint_slices)
 
     def _start_informers(self, transport: KubeTransport) -> None:
+        self._read_profile(transport, lenient=False)
         resource_sinks = sinks(self.store)
+        resource_sinks[NODES.resource] = self._relisting_nodes(
+            resource_sinks[NODES.resource], transport
+        )
         for spec in (NODES, SERVICES, ENDPOINT_SLICES, EVENTS):
             informer: Informer[Any, Any] = Informer(
                 spec,

@@ -52,6 +52,7 @@ from exporter.engine import (
     Service,
     evaluate,
 )
+from exporter.engine.profile import ASSUMED, Profile
 
 if TYPE_CHECKING:
     import yaml
@@ -76,8 +77,10 @@ class Snapshot:
     services: tuple[Service, ...]
     endpoint_slices: tuple[EndpointSlice, ...]
 
-    def evaluate(self, dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES) -> Evaluation:
-        return evaluate(self.nodes, self.services, self.endpoint_slices, dataplanes)
+    def evaluate(
+        self, dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES, profile: Profile = ASSUMED
+    ) -> Evaluation:
+        return evaluate(self.nodes, self.services, self.endpoint_slices, dataplanes, profile)
 
 
 # -- bytes --------------------------------------------------------------------------------

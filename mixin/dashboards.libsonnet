@@ -397,14 +397,116 @@
           "type": "timeseries",
         },
         {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "The control plane's version the rules are evaluated under and where it came from (flag, api: the API server's /version, or assumed: the newest semantics). Empty when assumed: pass --kubernetes-version.",
+          "fieldConfig": {
+            "defaults": {
+              "noValue": "none",
+              "unit": "none",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 17,
+          },
+          "id": 8,
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "max by (kubernetes_version, source) (topology_hints_cluster_info{" + $._config.topologyHintsExporterSelector + ", " + $._config.clusterLabel + "=\"$cluster\"})",
+              "format": "table",
+              "instant": true,
+              "legendFormat": "__auto",
+              "range": false,
+              "refId": "A",
+            },
+          ],
+          "title": "Kubernetes version",
+          "transformations": [
+            {
+              "id": "organize",
+              "options": {
+                "excludeByName": {
+                  "Time": true,
+                  "Value": true,
+                },
+              },
+            },
+          ],
+          "transparent": false,
+          "type": "table",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "ServiceTrafficDistribution and PreferSameTrafficDistribution as the rules take them, for the controller and for kube-proxy (which may lag the control plane).",
+          "fieldConfig": {
+            "defaults": {
+              "noValue": "none",
+              "unit": "none",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12,
+            "y": 17,
+          },
+          "id": 9,
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "max by (component, name) (topology_hints_feature_gate_enabled{" + $._config.topologyHintsExporterSelector + ", " + $._config.clusterLabel + "=\"$cluster\"})",
+              "format": "table",
+              "instant": true,
+              "legendFormat": "__auto",
+              "range": false,
+              "refId": "A",
+            },
+          ],
+          "title": "Feature gates",
+          "transformations": [
+            {
+              "id": "organize",
+              "options": {
+                "excludeByName": {
+                  "Time": true,
+                },
+                "renameByName": {
+                  "Value": "enabled",
+                },
+              },
+            },
+          ],
+          "transparent": false,
+          "type": "table",
+        },
+        {
           "collapsed": false,
           "gridPos": {
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 17,
+            "y": 25,
           },
-          "id": 8,
+          "id": 10,
           "panels": [],
           "title": "Services",
           "type": "row",
@@ -434,9 +536,9 @@
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 18,
+            "y": 26,
           },
-          "id": 9,
+          "id": 11,
           "options": {
             "colorMode": "value",
             "graphMode": "none",
@@ -495,9 +597,9 @@
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 18,
+            "y": 26,
           },
-          "id": 10,
+          "id": 12,
           "options": {
             "colorMode": "value",
             "graphMode": "none",
@@ -564,9 +666,9 @@
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 18,
+            "y": 26,
           },
-          "id": 11,
+          "id": 13,
           "options": {
             "legend": {
               "calcs": [
@@ -606,9 +708,9 @@
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 26,
+            "y": 34,
           },
-          "id": 12,
+          "id": 14,
           "panels": [],
           "title": "Needs attention",
           "type": "row",
@@ -644,9 +746,9 @@
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 27,
+            "y": 35,
           },
-          "id": 13,
+          "id": 15,
           "repeatDirection": "h",
           "targets": [
             {
@@ -710,9 +812,9 @@
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 27,
+            "y": 35,
           },
-          "id": 14,
+          "id": 16,
           "repeatDirection": "h",
           "targets": [
             {
@@ -776,9 +878,9 @@
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 35,
+            "y": 43,
           },
-          "id": 15,
+          "id": 17,
           "repeatDirection": "h",
           "targets": [
             {
@@ -840,9 +942,9 @@
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 35,
+            "y": 43,
           },
-          "id": 16,
+          "id": 18,
           "repeatDirection": "h",
           "targets": [
             {
@@ -859,6 +961,70 @@
             },
           ],
           "title": "Config issues",
+          "transformations": [
+            {
+              "id": "organize",
+              "options": {
+                "excludeByName": {
+                  "Time": true,
+                  "Value": true,
+                },
+              },
+            },
+          ],
+          "transparent": false,
+          "type": "table",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Worth knowing, never a problem: e.g. prefer-close-deprecated (PreferSameZone means the same where the control plane accepts it). No alert fires on them.",
+          "fieldConfig": {
+            "defaults": {
+              "links": [
+                {
+                  "asDropdown": false,
+                  "icon": "",
+                  "includeVars": false,
+                  "keepTime": false,
+                  "tags": [],
+                  "targetBlank": false,
+                  "title": "Open the Service drill-down",
+                  "tooltip": "",
+                  "type": "link",
+                  "url": "/d/topology-hints-service/topology-hints-service?${datasource:queryparam}&${cluster:queryparam}&var-namespace=${__data.fields.namespace}&var-service=${__data.fields.service}&${__url_time_range}",
+                },
+              ],
+              "noValue": "none",
+              "unit": "none",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 24,
+            "x": 0,
+            "y": 51,
+          },
+          "id": 19,
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "max by (namespace, service, notice) (topology_hints_service_notice{" + $._config.topologyHintsExporterSelector + ", " + $._config.clusterLabel + "=\"$cluster\", namespace=~\"$namespace\"})",
+              "format": "table",
+              "instant": true,
+              "legendFormat": "__auto",
+              "range": false,
+              "refId": "A",
+            },
+          ],
+          "title": "Notices",
           "transformations": [
             {
               "id": "organize",
@@ -905,9 +1071,9 @@
             "h": 8,
             "w": 24,
             "x": 0,
-            "y": 43,
+            "y": 59,
           },
-          "id": 17,
+          "id": 20,
           "repeatDirection": "h",
           "targets": [
             {
@@ -946,9 +1112,9 @@
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 51,
+            "y": 67,
           },
-          "id": 18,
+          "id": 21,
           "panels": [],
           "title": "Effective routing",
           "type": "row",
@@ -984,9 +1150,9 @@
             "h": 8,
             "w": 24,
             "x": 0,
-            "y": 52,
+            "y": 68,
           },
-          "id": 19,
+          "id": 22,
           "repeatDirection": "h",
           "targets": [
             {
@@ -1025,9 +1191,9 @@
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 60,
+            "y": 76,
           },
-          "id": 20,
+          "id": 23,
           "panels": [],
           "title": "Cross-zone traffic",
           "type": "row",
@@ -1057,9 +1223,9 @@
             "h": 8,
             "w": 6,
             "x": 0,
-            "y": 61,
+            "y": 77,
           },
-          "id": 21,
+          "id": 24,
           "options": {
             "colorMode": "value",
             "graphMode": "none",
@@ -1118,9 +1284,9 @@
             "h": 8,
             "w": 6,
             "x": 6,
-            "y": 61,
+            "y": 77,
           },
-          "id": 22,
+          "id": 25,
           "options": {
             "colorMode": "value",
             "graphMode": "none",
@@ -1185,9 +1351,9 @@
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 61,
+            "y": 77,
           },
-          "id": 23,
+          "id": 26,
           "repeatDirection": "h",
           "targets": [
             {
@@ -1251,9 +1417,9 @@
             "h": 8,
             "w": 24,
             "x": 0,
-            "y": 69,
+            "y": 85,
           },
-          "id": 24,
+          "id": 27,
           "repeatDirection": "h",
           "targets": [
             {
@@ -1292,9 +1458,9 @@
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 77,
+            "y": 93,
           },
-          "id": 25,
+          "id": 28,
           "panels": [],
           "title": "What if",
           "type": "row",
@@ -1328,9 +1494,9 @@
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 78,
+            "y": 94,
           },
-          "id": 26,
+          "id": 29,
           "options": {
             "colorMode": "background",
             "graphMode": "none",
@@ -1395,9 +1561,9 @@
             "h": 8,
             "w": 16,
             "x": 8,
-            "y": 78,
+            "y": 94,
           },
-          "id": 27,
+          "id": 30,
           "repeatDirection": "h",
           "targets": [
             {
@@ -1461,9 +1627,9 @@
             "h": 8,
             "w": 24,
             "x": 0,
-            "y": 86,
+            "y": 102,
           },
-          "id": 28,
+          "id": 31,
           "repeatDirection": "h",
           "targets": [
             {
@@ -1502,9 +1668,9 @@
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 94,
+            "y": 110,
           },
-          "id": 29,
+          "id": 32,
           "panels": [],
           "title": "Exporter",
           "type": "row",
@@ -1542,9 +1708,9 @@
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 95,
+            "y": 111,
           },
-          "id": 30,
+          "id": 33,
           "options": {
             "alignValue": "left",
             "legend": {
@@ -1613,9 +1779,9 @@
             "h": 8,
             "w": 4,
             "x": 8,
-            "y": 95,
+            "y": 111,
           },
-          "id": 31,
+          "id": 34,
           "options": {
             "colorMode": "background",
             "graphMode": "none",
@@ -1665,9 +1831,9 @@
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 95,
+            "y": 111,
           },
-          "id": 32,
+          "id": 35,
           "options": {
             "legend": {
               "calcs": [
@@ -1743,9 +1909,9 @@
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 103,
+            "y": 119,
           },
-          "id": 33,
+          "id": 36,
           "options": {
             "legend": {
               "calcs": [
@@ -1795,9 +1961,9 @@
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 103,
+            "y": 119,
           },
-          "id": 34,
+          "id": 37,
           "options": {
             "legend": {
               "calcs": [
@@ -1851,9 +2017,9 @@
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 103,
+            "y": 119,
           },
-          "id": 35,
+          "id": 38,
           "options": {
             "legend": {
               "calcs": [
@@ -1907,9 +2073,9 @@
             "h": 8,
             "w": 16,
             "x": 0,
-            "y": 111,
+            "y": 127,
           },
-          "id": 36,
+          "id": 39,
           "options": {
             "legend": {
               "calcs": [
@@ -1968,9 +2134,9 @@
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 111,
+            "y": 127,
           },
-          "id": 37,
+          "id": 40,
           "options": {
             "colorMode": "value",
             "graphMode": "none",

@@ -22,13 +22,13 @@ class Scrape:
     samples: dict[SeriesKey, float]
     families: frozenset[str]
 
-    def value(self, name: str, **labels: str) -> float | None:
+    def value(self, name: str, /, **labels: str) -> float | None:
         return self.samples.get((name, frozenset(labels.items())))
 
     def series(self, name: str) -> dict[frozenset[tuple[str, str]], float]:
         return {labels: value for (sample, labels), value in self.samples.items() if sample == name}
 
-    def labelled(self, name: str, **match: str) -> list[dict[str, str]]:
+    def labelled(self, name: str, /, **match: str) -> list[dict[str, str]]:
         """Label sets of `name`'s series whose labels include `match`."""
         return [dict(labels) for labels in self.series(name) if set(match.items()) <= set(labels)]
 

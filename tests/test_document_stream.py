@@ -37,5 +37,5 @@ def test_a_cluster_without_services() -> None:
 def test_pieces_are_one_service_each() -> None:
     evaluation = load_snapshot(str(EXAMPLES_DIR / "demo-cluster.json")).evaluate()
     pieces = list(formatted_evaluation_document(evaluation))
-    # The cluster, the opening of the list, one piece per verdict, the closing.
-    assert len(pieces) == len(evaluation.services) + 3
+    # The cluster, the profile, the opening of the list, one piece per verdict, the closing.
+    assert len(pieces) == len(evaluation.services) + 4

@@ -12,6 +12,7 @@ import pytest
 
 from exporter.engine import EndpointSlice, Service
 from exporter.engine.evaluate import EntryInputs
+from exporter.engine.profile import ASSUMED, Profile
 from tests.engine.builders import endpoint, endpoint_slice, service
 from tests.test_evaluator_node_change import CLUSTER, NODES, SPARE, _fresh, _judged, _started
 
@@ -28,9 +29,10 @@ def inputs_computed(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
         svc: Service,
         slices: tuple[EndpointSlice, ...],
         zone_sets: dict[frozenset[str], frozenset[str]] | None = None,
+        profile: Profile = ASSUMED,
     ) -> tuple[EntryInputs, ...]:
         calls.append(svc.key)
-        return computed(svc, slices, zone_sets)
+        return computed(svc, slices, zone_sets, profile)
 
     monkeypatch.setattr(EVALUATOR, "service_inputs", counted)
     return calls

@@ -170,14 +170,19 @@ def demo_objects() -> list[dict[str, Any]]:
 def test_live_cluster_gives_the_verdicts_of_its_dump(
     kube_api: FakeKubeAPI, kubeconfig: Path, args: list[str]
 ) -> None:
-    """explain --kubeconfig prints what explain --snapshot prints on a dump of the same objects."""
+    """explain --kubeconfig prints what explain --snapshot prints on a dump of the same objects,
+    evaluated under the version the API server reports (the profile's source aside)."""
+    kube_api.kubernetes_version = "1.33"
     kube_api.load(demo_objects())
     live = run("explain", "--kubeconfig", str(kubeconfig), *args)
-    dumped = run("explain", "--snapshot", DEMO, *args)
+    dumped = run("explain", "--snapshot", DEMO, "--kubernetes-version", "1.33", *args)
     assert live.returncode == dumped.returncode == 1, live.stderr
-    assert live.stdout == dumped.stdout
+    assert live.stdout == dumped.stdout.replace(
+        "1.33 (given by flag)", "1.33 (the API server's /version)"
+    )
     lists = [request for request in kube_api.requests if request.method == "GET"]
-    assert {request.resource for request in lists} == {"nodes", "services", "endpointslices"}
+    assert {request.resource for request in lists} == {"nodes", "services", "endpointslices", None}
+    assert "/version" in {request.path for request in lists if request.resource is None}
     assert not any(request.watch for request in lists)
 
 
@@ -186,7 +191,53 @@ def test_live_evaluate_pages_through_every_object(kube_api: FakeKubeAPI, kubecon
     kube_api.load(demo_objects())
     live = run("evaluate", "--kubeconfig", str(kubeconfig), "--context", "fake")
     assert live.returncode == 0, live.stderr
-    assert json.loads(live.stdout) == json.loads(run("evaluate", "--snapshot", DEMO).stdout)
+    dumped = json.loads(run("evaluate", "--snapshot", DEMO, "--kubernetes-version", "1.34").stdout)
+    document = json.loads(live.stdout)
+    # The version is the API server's /version (behaviour §12), the verdicts the dump's.
+    assert document.pop("kubernetes")["source"] == "api"
+    assert dumped.pop("kubernetes")["source"] == "flag"
+    assert document == dumped
+
+
+def test_live_evaluate_follows_the_api_servers_version(
+    kube_api: FakeKubeAPI, kubeconfig: Path
+) -> None:
+    """A 1.33 API server: PreferSameZone is not accepted (mechanism none, config issue)."""
+    kube_api.kubernetes_version = "1.33+"
+    kube_api.load(demo_objects())
+    live = run("evaluate", "--kubeconfig", str(kubeconfig))
+    assert live.returncode == 0, live.stderr
+    document = json.loads(live.stdout)
+    assert document["kubernetes"] == {
+        "version": "1.33",
+        "source": "api",
+        "feature_gates": {
+            "ServiceTrafficDistribution": True,
+            "PreferSameTrafficDistribution": False,
+        },
+        "kube_proxy": {
+            "version": "1.33",
+            "source": "control-plane",
+            "feature_gates": {
+                "ServiceTrafficDistribution": True,
+                "PreferSameTrafficDistribution": False,
+            },
+        },
+    }
+    (search,) = (entry for entry in document["services"] if entry["name"] == "search")
+    assert search["mechanism"] == "none"
+    assert "traffic-distribution-unsupported" in search["config_issues"]
+    # The hints it carries are removed by a 1.33 controller: drift.
+    assert search["drift"] == ["unexpected-hints"]
+    # A flag wins over the API server's version.
+    flagged = run("evaluate", "--kubeconfig", str(kubeconfig), "--kubernetes-version", "1.35")
+    assert json.loads(flagged.stdout)["kubernetes"]["source"] == "flag"
+    # No /version: the newest semantics, assumed, with a warning.
+    kube_api.kubernetes_version = None
+    unknown = run("evaluate", "--kubeconfig", str(kubeconfig))
+    assert unknown.returncode == 0, unknown.stderr
+    assert json.loads(unknown.stdout)["kubernetes"]["source"] == "assumed"
+    assert "/version" in unknown.stderr
 
 
 def test_forbidden_nodes_are_named_not_diagnosed(kube_api: FakeKubeAPI, kubeconfig: Path) -> None:

@@ -112,7 +112,7 @@ def test_fail_closed_is_named() -> None:
 
 @pytest.mark.parametrize("example", sorted(EXAMPLES_DIR.glob("*.json")), ids=lambda path: path.stem)
 def test_every_data_plane_runs_on_the_examples(example: object) -> None:
-    """evaluate and explain with all ten ids succeed; routing keys are the Ready zones."""
+    """evaluate and explain with all eleven ids succeed; routing keys are the Ready zones."""
     completed = run("evaluate", "--snapshot", str(example), "--dataplane", ALL_IDS)
     assert completed.returncode == 0, completed.stderr
     for entry in json.loads(completed.stdout)["services"]:

@@ -13,12 +13,19 @@ and its table test.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
 
 from exporter.engine.model import Endpoint, EndpointSlice
+from exporter.engine.profile import (
+    KUBE_PROXY_1_29,
+    KUBE_PROXY_1_33,
+    NEWEST_KUBE_PROXY,
+    KubeProxyBehaviour,
+)
 from exporter.engine.routing import (
     NO_ROUTING,
     Cause,
@@ -68,18 +75,40 @@ def zone_hints_followed(hints: HintSets, zone: str) -> ZoneRouting:
 # The rules, in behaviour document's order.
 
 
-def kube_proxy(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
-    """Section 5: all node-hinted -> same-node where named; all zone-hinted -> same-zone."""
-    ready = endpoints.ready
-    same_node = _same_node_on(ready.nodes) if ready.every_node_hinted else []
-    return routing_view(nodes, lambda zone: zone_hints_followed(ready, zone), same_node)
+@functools.cache
+def kube_proxy_rule(behaviour: KubeProxyBehaviour) -> Rule:
+    """Section 5 as a kube-proxy of this behaviour reads it (behaviour §12).
+
+    All node-hinted -> same-node where named (only where node hints are read); all
+    zone-hinted -> same-zone; kube-proxy 1.29 also needs a hints annotation that is not off,
+    and 1.32 and older never use zone hints on a node without a zone label.
+    """
+
+    def rule(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
+        if behaviour.needs_annotation and not hints_annotation_asks(endpoints.service):
+            return routing_view(nodes, uniform(NOT_REQUESTED))
+        ready = endpoints.ready
+        same_node = (
+            _same_node_on(ready.nodes)
+            if behaviour.reads_node_hints and ready.every_node_hinted
+            else []
+        )
+        if behaviour.zoneless_nodes_use_hints:
+            return routing_view(nodes, lambda zone: zone_hints_followed(ready, zone), same_node)
+
+        def zone_rule(zone: str) -> ZoneRouting:
+            if zone == "":
+                return ready.zone_hint_problem or NO_ZONE_LABEL
+            return zone_hints_followed(ready, zone)
+
+        return routing_view(nodes, zone_rule, same_node)
+
+    return rule
 
 
-def kube_proxy_1_29(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
-    """No node hints, and zone hints only under a hints annotation that is not off."""
-    if not hints_annotation_asks(endpoints.service):
-        return routing_view(nodes, uniform(NOT_REQUESTED))
-    return routing_view(nodes, lambda zone: zone_hints_followed(endpoints.ready, zone))
+kube_proxy = kube_proxy_rule(NEWEST_KUBE_PROXY)
+kube_proxy_1_33 = kube_proxy_rule(KUBE_PROXY_1_33)
+kube_proxy_1_29 = kube_proxy_rule(KUBE_PROXY_1_29)
 
 
 def cilium(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
@@ -311,9 +340,14 @@ _HINTS_ANNOTATION = (
 )
 DATA_PLANES: Mapping[DataPlane, DataPlaneRule] = MappingProxyType(
     {
-        DataPlane.KUBE_PROXY: DataPlaneRule(kube_proxy, "kube-proxy 1.31 and later"),
+        DataPlane.KUBE_PROXY: DataPlaneRule(
+            kube_proxy, "kube-proxy of the Kubernetes profile (1.34 and later by default)"
+        ),
         DataPlane.KUBE_PROXY_1_29: DataPlaneRule(
             kube_proxy_1_29, "kube-proxy up to 1.29", needs=_HINTS_ANNOTATION
+        ),
+        DataPlane.KUBE_PROXY_1_33: DataPlaneRule(
+            kube_proxy_1_33, "kube-proxy 1.31-1.33 (no node hints)"
         ),
         DataPlane.CILIUM: DataPlaneRule(
             cilium,
@@ -359,8 +393,17 @@ DATA_PLANES: Mapping[DataPlane, DataPlaneRule] = MappingProxyType(
 )
 
 
-def route(dataplane: DataPlane, endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
-    """The routing each Ready node gets from `dataplane`, after the shared preamble."""
+def route(
+    dataplane: DataPlane,
+    endpoints: ServiceEndpoints,
+    nodes: ReadyNodes,
+    kube_proxy: KubeProxyBehaviour = NEWEST_KUBE_PROXY,
+) -> RoutingView:
+    """The routing each Ready node gets from `dataplane`, after the shared preamble.
+
+    `kube_proxy`: how the profile's kube-proxy reads hints (behaviour §12), for the
+    `kube-proxy` data plane; the fixed ids keep their own reading.
+    """
     if not endpoints.routed or not nodes.by_zone:
         return NO_ROUTING
     entry = DATA_PLANES[dataplane]
@@ -368,6 +411,8 @@ def route(dataplane: DataPlane, endpoints: ServiceEndpoints, nodes: ReadyNodes) 
         return routing_view(nodes, uniform(NO_READY_ENDPOINTS))
     if entry.reads_internal_traffic_policy and endpoints.service.internal_traffic_policy == "Local":
         return local_policy_view(nodes, local_nodes(entry, endpoints))
+    if dataplane is DataPlane.KUBE_PROXY:
+        return kube_proxy_rule(kube_proxy)(endpoints, nodes)
     return entry.rule(endpoints, nodes)
 
 

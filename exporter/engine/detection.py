@@ -55,6 +55,16 @@ class DataPlaneFacts:
     cilium_config: Mapping[str, str] | None = None
 
 
+def kube_proxy_minor(facts: DataPlaneFacts) -> int | None:
+    """The kube-proxy DaemonSet's minor version (its image tag), for the profile of
+    behaviour §12; None without a DaemonSet or a readable 1.x tag."""
+    kube_proxy = facts.daemonsets.get(KUBE_PROXY_DAEMONSET)
+    version = kube_proxy.version() if kube_proxy is not None else None
+    if version is None or len(version) < 2 or version[0] != 1:
+        return None
+    return version[1]
+
+
 def detect(facts: DataPlaneFacts) -> tuple[DataPlane, ...]:
     """The data planes the facts show, most specific first; () when none is recognised."""
     found: list[DataPlane] = []

@@ -21,6 +21,7 @@ from exporter.engine.health import (
 from exporter.engine.kubeproxy import KubeProxyRoutes, ProxyView, ReadyNodes
 from exporter.engine.mechanism import ConfigIssue, Mechanism, config_issues, mechanism_of
 from exporter.engine.model import Endpoint, EndpointSlice, Node, Service
+from exporter.engine.profile import ASSUMED, Notice, Profile, notices_of
 from exporter.engine.reasons import DisableReason
 from exporter.engine.routing import (
     PROXIED_ADDRESS_TYPES,
@@ -76,6 +77,8 @@ class ServiceVerdict:
     carries_hints: bool
     # behaviour §10: each configured data plane's routing, in the configured order.
     routing: Mapping[DataPlane, RoutingView] = field(default_factory=lambda: MappingProxyType({}))
+    # behaviour §12: shown and reported, never a problem.
+    notices: frozenset[Notice] = frozenset()
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -95,6 +98,8 @@ class Evaluation:
     services: tuple[ServiceVerdict, ...]
     # The data planes whose routing each verdict carries.
     dataplanes: tuple[DataPlane, ...] = DEFAULT_DATAPLANES
+    # behaviour §12: the Kubernetes versions and gates the verdicts were computed under.
+    profile: Profile = ASSUMED
 
 
 def ready_nodes(nodes: Iterable[Node]) -> ReadyNodes:
@@ -246,6 +251,9 @@ class EntryInputs:
     zone_endpoints: Mapping[str, int]
     config_issues: frozenset[ConfigIssue]
     carries_hints: bool
+    notices: frozenset[Notice] = frozenset()
+    # The controller also hints ready endpoints without a zone, for zone "" (§12).
+    empty_zone_hints: bool = False
 
     @property
     def ready(self) -> int:
@@ -257,6 +265,7 @@ def entry_inputs(  # noqa: C901, PLR0912 - one fused pass over the endpoints, on
     address_type: str,
     slices: Sequence[EndpointSlice],
     zone_sets: dict[frozenset[str], frozenset[str]] | None = None,
+    profile: Profile = ASSUMED,
 ) -> EntryInputs:
     """The slice-derived part of the entry's verdict (slices of one address type).
 
@@ -327,10 +336,11 @@ def entry_inputs(  # noqa: C901, PLR0912 - one fused pass over the endpoints, on
         first_zone_unhinted,
         every_node_hinted=every_node_hinted,
     )
+    mechanism = mechanism_of(service, profile)
     return EntryInputs(
         service=service,
         address_type=address_type,
-        mechanism=mechanism_of(service),
+        mechanism=mechanism,
         slices=slice_tuple,
         # What service_endpoints(service, address_type, slices) returns (a test holds it).
         endpoints=ServiceEndpoints(service, address_type, slice_tuple, unique_tuple, ready_hints),
@@ -338,8 +348,14 @@ def entry_inputs(  # noqa: C901, PLR0912 - one fused pass over the endpoints, on
         hinted=hinted,
         hinted_by_zone=MappingProxyType(hinted_by_zone),
         zone_endpoints=MappingProxyType(dict(sorted(zone_endpoints.items()))),
-        config_issues=config_issues(service),
+        config_issues=config_issues(service, profile),
         carries_hints=carries_hints,
+        notices=notices_of(service.traffic_distribution, profile),
+        empty_zone_hints=(
+            mechanism is Mechanism.TRAFFIC_DISTRIBUTION
+            and service.traffic_distribution == "PreferClose"
+            and profile.writes_empty_zone_hints
+        ),
     )
 
 
@@ -356,13 +372,14 @@ def service_inputs(
     service: Service,
     slices: Sequence[EndpointSlice],
     zone_sets: dict[frozenset[str], frozenset[str]] | None = None,
+    profile: Profile = ASSUMED,
 ) -> tuple[EntryInputs, ...]:
     """One EntryInputs per address type among the slices, sorted by address type."""
     by_type: dict[str, list[EndpointSlice]] = {}
     for endpoint_slice in slices:
         by_type.setdefault(endpoint_slice.address_type, []).append(endpoint_slice)
     return tuple(
-        entry_inputs(service, address_type, typed, zone_sets)
+        entry_inputs(service, address_type, typed, zone_sets, profile)
         for address_type, typed in sorted(by_type.items())
     )
 
@@ -374,11 +391,13 @@ def evaluate_entry(
     dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES,
     judgements: Judgements | None = None,
     routes: KubeProxyRoutes | None = None,
+    profile: Profile = ASSUMED,
 ) -> ServiceVerdict:
     """The entry's verdict under this capacity and these Ready nodes.
 
-    `judgements` (made for `capacity`) and `routes` (made for `nodes`) share judgements and
-    kube-proxy routings between the entries of one node view.
+    `judgements` (made for `capacity`) and `routes` (made for `nodes` and the profile's
+    kube-proxy) share judgements and kube-proxy routings between the entries of one node
+    view. `profile` must be the one `inputs` were made under.
     """
     mechanism = inputs.mechanism
     ready = inputs.ready
@@ -400,11 +419,13 @@ def evaluate_entry(
             counted=inputs.counted,
             allocations={},
             hinted_by_zone=hinted_by_zone,
+            empty_zone_hints=inputs.empty_zone_hints,
         )
     endpoints = inputs.endpoints
     # kube-proxy's routing is section 5's proxy mode: computed once, whether configured or not.
-    if routes is None or routes.nodes is not nodes:
-        routes = KubeProxyRoutes(nodes)
+    behaviour = profile.kube_proxy_behaviour
+    if routes is None or not routes.serves(nodes, behaviour):
+        routes = KubeProxyRoutes(nodes, behaviour)
     kube_proxy, proxy = routes.route(endpoints)
     routing = {
         dataplane: kube_proxy
@@ -429,6 +450,7 @@ def evaluate_entry(
         drift=drift,
         carries_hints=inputs.carries_hints,
         routing=MappingProxyType(routing),
+        notices=inputs.notices,
     )
 
 
@@ -465,10 +487,11 @@ def rejudged(verdict: ServiceVerdict, judgements: Judgements) -> ServiceVerdict:
         drift=verdict.drift if judgement.drift is None else judgement.drift,
         carries_hints=verdict.carries_hints,
         routing=verdict.routing,
+        notices=verdict.notices,
     )
 
 
-def evaluate_service(
+def evaluate_service(  # noqa: PLR0913 - the node view's shared values, passed in
     service: Service,
     slices: Sequence[EndpointSlice],
     capacity: ClusterCapacity,
@@ -477,6 +500,8 @@ def evaluate_service(
     judgements: Judgements | None = None,
     routes: KubeProxyRoutes | None = None,
     inputs: Sequence[EntryInputs] | None = None,
+    *,
+    profile: Profile = ASSUMED,
 ) -> tuple[ServiceVerdict, ...]:
     """One verdict per address type among the Service's slices, sorted by address type.
 
@@ -486,12 +511,14 @@ def evaluate_service(
     """
     if judgements is None or judgements.capacity is not capacity:
         judgements = Judgements(capacity)
-    if routes is None or routes.nodes is not nodes:
-        routes = KubeProxyRoutes(nodes)
+    behaviour = profile.kube_proxy_behaviour
+    if routes is None or not routes.serves(nodes, behaviour):
+        routes = KubeProxyRoutes(nodes, behaviour)
     if inputs is None:
-        inputs = service_inputs(service, slices)
+        inputs = service_inputs(service, slices, profile=profile)
     return tuple(
-        evaluate_entry(entry, capacity, nodes, dataplanes, judgements, routes) for entry in inputs
+        evaluate_entry(entry, capacity, nodes, dataplanes, judgements, routes, profile)
+        for entry in inputs
     )
 
 
@@ -511,23 +538,38 @@ def evaluate(
     services: Iterable[Service],
     slices: Iterable[EndpointSlice],
     dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES,
+    profile: Profile = ASSUMED,
 ) -> Evaluation:
-    """Every Service with EndpointSlices gets a verdict; slices of unknown Services are ignored."""
+    """Every Service with EndpointSlices gets a verdict; slices of unknown Services are ignored.
+
+    `profile`: the Kubernetes versions and gates to evaluate under (behaviour §12).
+    """
     node_list = tuple(nodes)
     capacity = cluster_capacity(node_list)
     ready = ready_nodes(node_list)
     grouped = slices_by_service(slices)
     judgements = Judgements(capacity)
-    routes = KubeProxyRoutes(ready)
+    routes = KubeProxyRoutes(ready, profile.kube_proxy_behaviour)
     verdicts = [
         verdict
         for service in services
         if service.key in grouped
         for verdict in evaluate_service(
-            service, grouped[service.key], capacity, ready, dataplanes, judgements, routes
+            service,
+            grouped[service.key],
+            capacity,
+            ready,
+            dataplanes,
+            judgements,
+            routes,
+            profile=profile,
         )
     ]
     verdicts.sort(key=lambda verdict: verdict.key)
     return Evaluation(
-        capacity=capacity, nodes=ready, services=tuple(verdicts), dataplanes=tuple(dataplanes)
+        capacity=capacity,
+        nodes=ready,
+        services=tuple(verdicts),
+        dataplanes=tuple(dataplanes),
+        profile=profile,
     )

@@ -37,11 +37,17 @@ def drift_kinds(
     counted: Collection[Endpoint],
     allocations: Mapping[str, Allocation],
     hinted_by_zone: Mapping[str, int],
+    empty_zone_hints: bool = False,
 ) -> frozenset[DriftKind]:
-    """How observed hints disagree with the expected result (the controller may just lag)."""
+    """How observed hints disagree with the expected result (the controller may just lag).
+
+    `empty_zone_hints`: the controller (1.30-1.32, PreferClose) also hints a ready endpoint
+    without a zone, for zone "" (behaviour §12).
+    """
     if mechanism is Mechanism.TRAFFIC_DISTRIBUTION:
         missing = any(
-            endpoint.zone is not None and endpoint.zone not in endpoint.zone_hints
+            _expected_zone(endpoint, empty_zone_hints=empty_zone_hints)
+            not in (None, *endpoint.zone_hints)
             for endpoint in counted
         )
         return frozenset({DriftKind.HINTS_MISSING}) if missing else frozenset()
@@ -53,6 +59,13 @@ def drift_kinds(
         allocations=allocations,
         hinted_by_zone=hinted_by_zone,
     )
+
+
+def _expected_zone(endpoint: Endpoint, *, empty_zone_hints: bool) -> str | None:
+    """The zone the controller hints a ready endpoint for under trafficDistribution."""
+    if endpoint.zone is not None:
+        return endpoint.zone
+    return "" if empty_zone_hints else None
 
 
 def counted_drift_kinds(

@@ -15,6 +15,7 @@ from types import MappingProxyType
 
 from exporter.engine.dataplanes import DATA_PLANES, local_nodes, route
 from exporter.engine.model import EndpointSlice, Service
+from exporter.engine.profile import NEWEST_KUBE_PROXY, KubeProxyBehaviour
 from exporter.engine.routing import (
     NO_ROUTING,
     PROXIED_ADDRESS_TYPES,
@@ -25,6 +26,7 @@ from exporter.engine.routing import (
     RoutingView,
     ServiceEndpoints,
     ZoneRouting,
+    hints_annotation_asks,
     service_endpoints,
 )
 
@@ -87,10 +89,14 @@ def proxy_view_of(view: RoutingView, service: Service) -> ProxyView:
 
 
 def proxy_view(
-    service: Service, address_type: str, slices: Iterable[EndpointSlice], nodes: ReadyNodes
+    service: Service,
+    address_type: str,
+    slices: Iterable[EndpointSlice],
+    nodes: ReadyNodes,
+    behaviour: KubeProxyBehaviour = NEWEST_KUBE_PROXY,
 ) -> ProxyView:
     endpoints = service_endpoints(service, address_type, slices)
-    return proxy_view_of(route(DataPlane.KUBE_PROXY, endpoints, nodes), service)
+    return proxy_view_of(route(DataPlane.KUBE_PROXY, endpoints, nodes, behaviour), service)
 
 
 _NO_PROXY = ProxyView(MappingProxyType({}), ())
@@ -99,7 +105,7 @@ _KUBE_PROXY = DATA_PLANES[DataPlane.KUBE_PROXY]
 _RouteKey = (
     tuple[str, bool]
     | tuple[str, frozenset[str]]
-    | tuple[ZoneRouting | None, frozenset[str], frozenset[str] | None]
+    | tuple[ZoneRouting | None, frozenset[str], frozenset[str] | None, bool]
 )
 
 
@@ -114,12 +120,17 @@ class KubeProxyRoutes:
     the nodes hinted. Entries with equal answers get the
     same routing, so thousands of Services of one shape share one view, computed once.
     Like whatif.Feasibility, the memo is a value that lives as long as its Ready nodes.
+    `behaviour`: how the profile's kube-proxy reads hints (behaviour §12); an older one
+    also reads the hints annotation, never node hints.
     """
 
-    __slots__ = ("_memo", "_nodes", "views_computed")
+    __slots__ = ("_behaviour", "_memo", "_nodes", "views_computed")
 
-    def __init__(self, nodes: ReadyNodes) -> None:
+    def __init__(
+        self, nodes: ReadyNodes, behaviour: KubeProxyBehaviour = NEWEST_KUBE_PROXY
+    ) -> None:
         self._nodes = nodes
+        self._behaviour = behaviour
         self._memo: dict[_RouteKey, tuple[RoutingView, ProxyView]] = {}
         # How many routings were computed (not served from the memo): what tests count.
         self.views_computed = 0
@@ -127,6 +138,14 @@ class KubeProxyRoutes:
     @property
     def nodes(self) -> ReadyNodes:
         return self._nodes
+
+    @property
+    def behaviour(self) -> KubeProxyBehaviour:
+        return self._behaviour
+
+    def serves(self, nodes: ReadyNodes, behaviour: KubeProxyBehaviour) -> bool:
+        """The memo holds routings over these nodes by this kube-proxy."""
+        return self._nodes is nodes and self._behaviour == behaviour
 
     def route(self, endpoints: ServiceEndpoints) -> tuple[RoutingView, ProxyView]:
         """`route(DataPlane.KUBE_PROXY, endpoints, nodes)` and its section 5 modes."""
@@ -161,16 +180,18 @@ class KubeProxyRoutes:
         elif local_policy:
             key = ("internal-traffic-policy-local", local_nodes(_KUBE_PROXY, endpoints))
         else:
+            behaviour = self._behaviour
             key = (
                 ready.zone_hint_problem,
                 ready.zones,
-                ready.nodes if ready.every_node_hinted else None,
+                ready.nodes if ready.every_node_hinted and behaviour.reads_node_hints else None,
+                behaviour.needs_annotation and hints_annotation_asks(service),
             )
         try:
             return self._memo[key]
         except KeyError:
             pass
         self.views_computed += 1
-        view = route(DataPlane.KUBE_PROXY, endpoints, self._nodes)
+        view = route(DataPlane.KUBE_PROXY, endpoints, self._nodes, self._behaviour)
         routed = self._memo[key] = (view, proxy_view_of(view, service))
         return routed

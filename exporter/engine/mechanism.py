@@ -5,6 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from exporter.engine.model import DEPRECATED_HINTS_ANNOTATION, TOPOLOGY_MODE_ANNOTATION, Service
+from exporter.engine.profile import ASSUMED, KNOWN_TRAFFIC_DISTRIBUTIONS, Profile
 
 
 class Mechanism(StrEnum):
@@ -18,6 +19,8 @@ class ConfigIssue(StrEnum):
     DEPRECATED_ANNOTATION_SHADOWS_TOPOLOGY_MODE = "deprecated-annotation-shadows-topology-mode"
     UNKNOWN_ANNOTATION_VALUE = "unknown-annotation-value"
     UNKNOWN_TRAFFIC_DISTRIBUTION = "unknown-traffic-distribution"
+    # behaviour §12: a known value the control plane's version or gates do not accept.
+    TRAFFIC_DISTRIBUTION_UNSUPPORTED = "traffic-distribution-unsupported"
     LOCAL_TRAFFIC_POLICY_WITH_HINTS = "local-traffic-policy-with-hints"
 
     @property
@@ -41,6 +44,12 @@ _FIXES = {
     ConfigIssue.UNKNOWN_TRAFFIC_DISTRIBUTION: (
         "use PreferClose, PreferSameZone or PreferSameNode: any other value is ignored"
     ),
+    ConfigIssue.TRAFFIC_DISTRIBUTION_UNSUPPORTED: (
+        "this control plane does not accept the value, so the controller writes no hints: "
+        "PreferSameZone and PreferSameNode need Kubernetes 1.34 or newer (or the "
+        "PreferSameTrafficDistribution gate on 1.33); PreferClose works from 1.31 (or with the "
+        "ServiceTrafficDistribution gate on 1.30)"
+    ),
     ConfigIssue.LOCAL_TRAFFIC_POLICY_WITH_HINTS: (
         "internalTrafficPolicy: Local keeps in-cluster traffic on the node, so hints do not "
         "apply to it: drop one of the two"
@@ -49,9 +58,9 @@ _FIXES = {
 
 ANNOTATION_ON_VALUES = frozenset({"Auto", "auto"})
 KNOWN_ANNOTATION_VALUES = ANNOTATION_ON_VALUES | {"Disabled", "disabled"}
-# PreferSameZone and PreferSameNode need the PreferSameTrafficDistribution gate, on by
-# default since 1.33 and locked on since 1.35: we take it as on.
-VALID_TRAFFIC_DISTRIBUTIONS = frozenset({"PreferClose", "PreferSameZone", "PreferSameNode"})
+# Valid under the newest semantics; which of them a control plane accepts depends on its
+# version and gates (behaviour §12, Profile.accepts).
+VALID_TRAFFIC_DISTRIBUTIONS = KNOWN_TRAFFIC_DISTRIBUTIONS
 
 
 def deciding_annotation(service: Service) -> tuple[str, str] | None:
@@ -75,10 +84,10 @@ def annotation_on(service: Service) -> bool:
     return _deciding_value(service) in ANNOTATION_ON_VALUES
 
 
-def mechanism_of(service: Service) -> Mechanism:
+def mechanism_of(service: Service, profile: Profile = ASSUMED) -> Mechanism:
     if annotation_on(service):
         return Mechanism.AUTO
-    if service.traffic_distribution in VALID_TRAFFIC_DISTRIBUTIONS:
+    if profile.accepts(service.traffic_distribution):
         return Mechanism.TRAFFIC_DISTRIBUTION
     return Mechanism.NONE
 
@@ -86,7 +95,7 @@ def mechanism_of(service: Service) -> Mechanism:
 _NO_ISSUES: frozenset[ConfigIssue] = frozenset()
 
 
-def config_issues(service: Service) -> frozenset[ConfigIssue]:
+def config_issues(service: Service, profile: Profile = ASSUMED) -> frozenset[ConfigIssue]:
     issues: set[ConfigIssue] = set()
     if annotation_on(service) and service.traffic_distribution is not None:
         issues.add(ConfigIssue.ANNOTATION_SHADOWS_TRAFFIC_DISTRIBUTION)
@@ -103,7 +112,13 @@ def config_issues(service: Service) -> frozenset[ConfigIssue]:
         and service.traffic_distribution not in VALID_TRAFFIC_DISTRIBUTIONS
     ):
         issues.add(ConfigIssue.UNKNOWN_TRAFFIC_DISTRIBUTION)
-    if service.internal_traffic_policy == "Local" and mechanism_of(service) is not Mechanism.NONE:
+    if profile.unsupported(service.traffic_distribution):
+        # Reported whatever the mechanism: also beside an annotation that shadows it.
+        issues.add(ConfigIssue.TRAFFIC_DISTRIBUTION_UNSUPPORTED)
+    if (
+        service.internal_traffic_policy == "Local"
+        and mechanism_of(service, profile) is not Mechanism.NONE
+    ):
         issues.add(ConfigIssue.LOCAL_TRAFFIC_POLICY_WITH_HINTS)
     # Held by every verdict: most have none, and share one empty set.
     return frozenset(issues) if issues else _NO_ISSUES

@@ -94,6 +94,8 @@ class Cause(StrEnum):
 class DataPlane(StrEnum):
     KUBE_PROXY = "kube-proxy"
     KUBE_PROXY_1_29 = "kube-proxy-1.29"
+    # behaviour §12: zone hints without an annotation, never node hints (1.31-1.33).
+    KUBE_PROXY_1_33 = "kube-proxy-1.33"
     CILIUM = "cilium"
     CILIUM_1_18_0 = "cilium-1.18.0"
     CILIUM_NO_TOPOLOGY = "cilium-no-topology"

@@ -42,6 +42,7 @@ from exporter.engine.kubeproxy import (
 )
 from exporter.engine.mechanism import Mechanism
 from exporter.engine.model import Endpoint, EndpointSlice, Node, Service
+from exporter.engine.profile import ASSUMED, NEWEST_KUBE_PROXY, KubeProxyBehaviour, Profile
 from exporter.engine.reasons import DisableReason
 from exporter.engine.routing import HintSets, ready_hint_sets
 
@@ -76,6 +77,8 @@ class Cluster:
     nodes: tuple[Node, ...]
     services: tuple[Service, ...]
     slices: tuple[EndpointSlice, ...]
+    # behaviour §12: the Kubernetes versions and gates, before and after alike.
+    profile: Profile = ASSUMED
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,9 +129,9 @@ def lose_zone(cluster: Cluster, zone: str) -> Cluster:
         known = sorted({node.zone for node in cluster.nodes if node.zone})
         raise ScenarioError(f"no node has zone {zone!r} (zones: {', '.join(known) or 'none'})")
     removed = {node.name for node in cluster.nodes if node.zone == zone}
-    return Cluster(
+    return replace(
+        cluster,
         nodes=tuple(node for node in cluster.nodes if node.name not in removed),
-        services=cluster.services,
         slices=_without_endpoints(
             cluster.slices,
             lambda endpoint: endpoint.zone == zone or endpoint.node_name in removed,
@@ -143,9 +146,9 @@ def lose_nodes(cluster: Cluster, names: Sequence[str]) -> Cluster:
     if unknown:
         raise ScenarioError(f"no such node: {', '.join(unknown)}")
     removed = set(names)
-    return Cluster(
+    return replace(
+        cluster,
         nodes=tuple(node for node in cluster.nodes if node.name not in removed),
-        services=cluster.services,
         slices=_without_endpoints(cluster.slices, lambda endpoint: endpoint.node_name in removed),
     )
 
@@ -455,7 +458,10 @@ def _add_hints(slices: list[EndpointSlice], zones: tuple[str, ...]) -> list[Endp
 
 
 def converged_proxy_view(
-    verdict: ServiceVerdict, slices: Sequence[EndpointSlice], nodes: ReadyNodes
+    verdict: ServiceVerdict,
+    slices: Sequence[EndpointSlice],
+    nodes: ReadyNodes,
+    behaviour: KubeProxyBehaviour = NEWEST_KUBE_PROXY,
 ) -> ProxyView:
     """Section 5's kube-proxy modes once the controller has converged.
 
@@ -466,7 +472,7 @@ def converged_proxy_view(
     converged = converged_slices(verdict, slices)
     if all(after is before for after, before in zip(converged, slices, strict=True)):
         return verdict.proxy
-    return proxy_view(verdict.service, verdict.address_type, converged, nodes)
+    return proxy_view(verdict.service, verdict.address_type, converged, nodes, behaviour)
 
 
 def routes_locally(view: ProxyView) -> bool:
@@ -540,6 +546,7 @@ def service_outcomes(
     slices: Sequence[EndpointSlice],
     capacity: ClusterCapacity,
     nodes: ReadyNodes,
+    profile: Profile = ASSUMED,
 ) -> tuple[Outcome, ...]:
     """The Service's verdicts with their converged routing, one per address type."""
     by_type: dict[str, list[EndpointSlice]] = {}
@@ -549,9 +556,11 @@ def service_outcomes(
         Outcome(
             verdict,
             tuple(by_type[verdict.address_type]),
-            converged_proxy_view(verdict, by_type[verdict.address_type], nodes),
+            converged_proxy_view(
+                verdict, by_type[verdict.address_type], nodes, profile.kube_proxy_behaviour
+            ),
         )
-        for verdict in evaluate_service(service, slices, capacity, nodes)
+        for verdict in evaluate_service(service, slices, capacity, nodes, profile=profile)
     )
 
 
@@ -590,12 +599,16 @@ def cluster_outcome(cluster: Cluster, reuse: ClusterOutcome | None = None) -> Cl
         ):
             by_service[service.key] = earlier
         else:
-            by_service[service.key] = service_outcomes(service, own, capacity, nodes)
+            by_service[service.key] = service_outcomes(
+                service, own, capacity, nodes, cluster.profile
+            )
     verdicts = sorted(
         (outcome.verdict for own in by_service.values() for outcome in own),
         key=lambda verdict: verdict.key,
     )
-    evaluation = Evaluation(capacity=capacity, nodes=nodes, services=tuple(verdicts))
+    evaluation = Evaluation(
+        capacity=capacity, nodes=nodes, services=tuple(verdicts), profile=cluster.profile
+    )
     return ClusterOutcome(evaluation, MappingProxyType(by_service))
 
 
@@ -634,13 +647,15 @@ class ZoneLossView:
     feasibility: Feasibility
     # kube-proxy's routings over `nodes`: entries of one hint shape share one.
     routes: KubeProxyRoutes
+    # behaviour §12: the versions and gates the cluster without the zone is judged under.
+    profile: Profile = ASSUMED
 
 
 def zone_loss_views(
-    nodes: Sequence[Node], same_nodes: Sequence[ZoneLossView] = ()
+    nodes: Sequence[Node], same_nodes: Sequence[ZoneLossView] = (), profile: Profile = ASSUMED
 ) -> tuple[ZoneLossView, ...]:
-    """One view per zone label of the cluster's Nodes, in zone order; none at all when
-    there are more than MAX_ZONE_LOSS_ZONES labels (see `zone_loss_beyond_cap`).
+    """One view per zone label of the cluster's Nodes, in zone order, under `profile`; none at
+    all when there are more than MAX_ZONE_LOSS_ZONES labels (see `zone_loss_beyond_cap`).
 
     `same_nodes`: views made for these Nodes' names, zones and readiness (only CPU moved);
     their node sets are kept and only capacity is computed again.
@@ -648,7 +663,8 @@ def zone_loss_views(
     zones = sorted({node.zone for node in nodes if node.zone})
     if len(zones) > MAX_ZONE_LOSS_ZONES:
         return ()
-    reusable = {view.zone: view for view in same_nodes}
+    reusable = {view.zone: view for view in same_nodes if view.profile == profile}
+    behaviour = profile.kube_proxy_behaviour
     views = []
     for zone in zones:
         kept = [node for node in nodes if node.zone != zone]
@@ -661,7 +677,10 @@ def zone_loss_views(
                 else frozenset(node.name for node in nodes if node.zone == zone),
                 nodes=earlier.nodes if earlier is not None else (zone_nodes := ready_nodes(kept)),
                 feasibility=Feasibility(cluster_capacity(kept)),
-                routes=earlier.routes if earlier is not None else KubeProxyRoutes(zone_nodes),
+                routes=earlier.routes
+                if earlier is not None
+                else KubeProxyRoutes(zone_nodes, behaviour),
+                profile=profile,
             )
         )
     return tuple(views)
@@ -696,7 +715,9 @@ def loses_hints_without(outcome: Outcome, view: ZoneLossView) -> bool:
         # Neither enabled auto nor local: there is nothing to lose.
         return False
     slices = _without_endpoints(outcome.slices, _survives_not(view))
-    after = service_outcomes(verdict.service, slices, view.feasibility.capacity, view.nodes)
+    after = service_outcomes(
+        verdict.service, slices, view.feasibility.capacity, view.nodes, view.profile
+    )
     same_type = [o for o in after if o.verdict.address_type == verdict.address_type]
     return any(classify(outcome, o) is Change.LOSES_HINTS for o in same_type)
 
@@ -879,7 +900,7 @@ def entry_forecast(
         )
     if verdict.mechanism is not Mechanism.AUTO:
         if routes is None or routes.nodes is not nodes:
-            routes = KubeProxyRoutes(nodes)
+            routes = KubeProxyRoutes(nodes, _behaviour_of(views))
         forecast = _non_auto_forecast(
             verdict, _converged_ready(verdict, slices, routes, views, ready), routes, views
         )
@@ -892,12 +913,19 @@ def entry_forecast(
         # kube-proxy view, computed from the same slices and nodes, is the converged one.
         converged = verdict.proxy
     else:
-        converged = proxy_view(verdict.service, verdict.address_type, converged_today, nodes)
+        converged = proxy_view(
+            verdict.service, verdict.address_type, converged_today, nodes, _behaviour_of(views)
+        )
     if not routes_locally(converged):
         # Nothing local today: there is nothing to lose.
         return _forecast(margin, frozenset())
     outcome = Outcome(verdict, tuple(slices), converged)
     return _forecast(margin, zones_losing_hints(outcome, views))
+
+
+def _behaviour_of(views: Sequence[ZoneLossView]) -> KubeProxyBehaviour:
+    """The profile's kube-proxy, which the views of one node view share."""
+    return views[0].profile.kube_proxy_behaviour if views else NEWEST_KUBE_PROXY
 
 
 def depends_on_capacity(verdict: ServiceVerdict) -> bool:
@@ -938,7 +966,7 @@ def service_forecasts(  # noqa: PLR0913 - the node view's shared values, passed 
     if len(same_slices) != len(verdicts):
         same_slices = previous
     if routes is None or routes.nodes is not nodes:
-        routes = KubeProxyRoutes(nodes)
+        routes = KubeProxyRoutes(nodes, _behaviour_of(views))
     by_type: dict[str, list[EndpointSlice]] | None = None
     forecasts = []
     for index, verdict in enumerate(verdicts):

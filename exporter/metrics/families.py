@@ -358,6 +358,56 @@ NODE_MISSING_TOPOLOGY_INFO = _declare(
     same_on_every_shard=True,
 )
 
+
+def _profile(state: ExporterState) -> tuple[object, ...]:
+    return (state.profile,)
+
+
+CLUSTER_INFO = _declare(
+    "cluster_info",
+    GAUGE,
+    Scope.CLUSTER,
+    "1, labelled with the control plane's Kubernetes version the rules are evaluated under "
+    "(empty when assumed) and where it came from: flag, api (the API server's /version) or "
+    "assumed (the newest semantics).",
+    from_scrape(
+        lambda scrape: [
+            (
+                (
+                    scrape.state.profile.control_plane.version or "",
+                    str(scrape.state.profile.control_plane.source),
+                ),
+                1.0,
+            )
+        ],
+        reads=_profile,
+    ),
+    labels=("kubernetes_version", "source"),
+    same_on_every_shard=True,
+)
+
+
+def _feature_gates(scrape: Scrape) -> Iterator[Sample]:
+    profile = scrape.state.profile
+    for component, part in (
+        ("controller", profile.control_plane),
+        ("kube-proxy", profile.kube_proxy),
+    ):
+        for gate, enabled in part.gates.items():
+            yield (component, str(gate)), float(enabled)
+
+
+FEATURE_GATE_ENABLED = _declare(
+    "feature_gate_enabled",
+    GAUGE,
+    Scope.CLUSTER,
+    "1 when the feature gate is on for the component (controller: the control plane's "
+    "EndpointSlice controller; kube-proxy), 0 when off, as the rules assume it.",
+    from_scrape(_feature_gates, reads=_profile),
+    labels=("component", "name"),
+    same_on_every_shard=True,
+)
+
 # -- per Service -----------------------------------------------------------------------------
 
 
@@ -396,6 +446,19 @@ SERVICE_CONFIG_ISSUE = _declare(
         inputs=lambda result: result.verdicts[0].config_issues,
     ),
     labels=("issue",),
+)
+
+SERVICE_NOTICE = _declare(
+    "service_notice",
+    GAUGE,
+    Scope.SERVICE,
+    "1 per notice about the Service (e.g. prefer-close-deprecated): worth knowing, never a "
+    "problem, and no alert fires on it.",
+    each_service(
+        lambda result: (((str(notice),), 1.0) for notice in sorted(result.verdicts[0].notices)),
+        inputs=lambda result: result.verdicts[0].notices,
+    ),
+    labels=("notice",),
 )
 
 # -- per (Service, address type) --------------------------------------------------------------

@@ -21,6 +21,7 @@ from exporter.engine.detection import (
     DaemonSetFacts,
     DataPlaneFacts,
     detect,
+    kube_proxy_minor,
 )
 from exporter.sources.kubeapi import ApiStatusError, KubeTransport, Timeouts
 
@@ -79,8 +80,10 @@ def read_facts(transport: KubeTransport, timeouts: Timeouts) -> DataPlaneFacts:
 
 def detect_dataplanes(
     transport: KubeTransport, timeouts: Timeouts, fallback: tuple[DataPlane, ...]
-) -> tuple[tuple[DataPlane, ...], str]:
-    """(data planes, source): the detected ones, or `fallback` from the flag with one log line."""
+) -> tuple[tuple[DataPlane, ...], str, int | None]:
+    """(data planes, source, kube-proxy's minor version): the detected ones, or `fallback`
+    from the flag with one log line; the version from the kube-proxy DaemonSet's image tag
+    (behaviour §12), None when it is not known."""
     try:
         facts = read_facts(transport, timeouts)
     except (ApiStatusError, OSError, urllib3.exceptions.HTTPError) as error:
@@ -90,13 +93,18 @@ def detect_dataplanes(
             hint="add the deploy/components/dataplane-detection kustomize component",
             dataplanes=",".join(fallback),
         )
-        return fallback, FLAG
+        return fallback, FLAG, None
     detected = detect(facts)
+    proxy_minor = kube_proxy_minor(facts)
     if not detected:
         logger.warning(
             "no known data plane found in kube-system; using --dataplane's",
             dataplanes=",".join(fallback),
         )
-        return fallback, FLAG
-    logger.info("data planes detected", dataplanes=",".join(detected))
-    return detected, DETECTED
+        return fallback, FLAG, proxy_minor
+    logger.info(
+        "data planes detected",
+        dataplanes=",".join(detected),
+        kube_proxy_version=f"1.{proxy_minor}" if proxy_minor is not None else None,
+    )
+    return detected, DETECTED, proxy_minor

@@ -25,6 +25,7 @@ from exporter.sources.kubeapi import (
     read_body,
 )
 from exporter.sources.lists import ResourceReader
+from exporter.sources.version import read_server_minor
 
 HTTP_FORBIDDEN = 403
 HTTP_GONE = 410
@@ -49,6 +50,9 @@ class ListedCluster:
     # Objects skipped because they do not decode, one "Kind namespace/name: problem" each.
     skipped: tuple[str, ...]
     server: str
+    # The API server's minor version (/version), None when it could not be told, and why.
+    server_minor: int | None = None
+    version_problem: str = ""
 
 
 def read_cluster(
@@ -65,7 +69,9 @@ def read_cluster(
     listed: dict[str, list[Any]] = {}
     unreadable: dict[str, str] = {}
     skipped: list[str] = []
+    server_minor, version_problem = None, ""
     try:
+        server_minor, version_problem = read_server_minor(transport, timeouts or Timeouts())
         for kind, spec in LISTED:
             try:
                 listed[kind] = _list_all(
@@ -91,7 +97,9 @@ def read_cluster(
     snapshot = Snapshot(
         tuple(listed["Nodes"]), tuple(listed["Services"]), tuple(listed["EndpointSlices"])
     )
-    return ListedCluster(snapshot, unreadable, tuple(skipped), server)
+    return ListedCluster(
+        snapshot, unreadable, tuple(skipped), server, server_minor, version_problem
+    )
 
 
 def _list_all(

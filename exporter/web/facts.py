@@ -30,6 +30,8 @@ from exporter.explain import (
     node_fix,
     node_lack,
     percent,
+    profile_effect,
+    profile_lines,
     suggestion,
     table_rows,
     why_text,
@@ -82,6 +84,8 @@ class ClusterFacts:
     ready_nodes: int
     zones: tuple[ZoneShare, ...]
     offending: tuple[NodeFix, ...]
+    # behaviour §12: the Kubernetes versions and gates the verdicts assume, as explain says.
+    kubernetes: tuple[str, ...] = ()
 
 
 def cluster_facts(evaluation: Evaluation) -> ClusterFacts:
@@ -103,6 +107,7 @@ def cluster_facts(evaluation: Evaluation) -> ClusterFacts:
             NodeFix(problem.node, node_lack(problem), node_fix(problem))
             for problem in capacity.problems
         ),
+        kubernetes=tuple(profile_lines(evaluation.profile, ExplainOptions(color=False))),
     )
 
 
@@ -154,6 +159,9 @@ class ServiceFacts:
     # None unless the mechanism is `auto`; empty while node info is insufficient.
     advisor: tuple[AdvisorStep, ...] | None
     suggestion: str | None
+    # behaviour §12: notices (never a problem), and why a skewed kube-proxy routes otherwise.
+    notices: tuple[IssueFix, ...] = ()
+    version_skew: str | None = None
 
 
 def completeness_words(verdict: ServiceVerdict) -> tuple[str, str | None]:
@@ -236,6 +244,8 @@ def service_facts(evaluation: Evaluation, verdict: ServiceVerdict) -> ServiceFac
         ),
         advisor=advisor_steps(capacity, verdict) if auto else None,
         suggestion=suggestion(capacity, verdict).text if auto and capacity.sufficient else None,
+        notices=tuple(IssueFix(str(notice), notice.text) for notice in sorted(verdict.notices)),
+        version_skew=profile_effect(evaluation, verdict),
     )
 
 

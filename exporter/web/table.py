@@ -335,7 +335,9 @@ def status_view(state: ExporterState, previous: StatusView | None = None) -> Sta
     verdicts = tuple(
         verdict for key in sorted(state.services) for verdict in state.services[key].verdicts
     )
-    evaluation = Evaluation(capacity=state.capacity, nodes=state.nodes, services=verdicts)
+    evaluation = Evaluation(
+        capacity=state.capacity, nodes=state.nodes, services=verdicts, profile=state.profile
+    )
     rows = sorted(
         (row for _, service_rows in rows_of.values() for row in service_rows),
         key=attrgetter("order"),

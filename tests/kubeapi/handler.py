@@ -81,6 +81,8 @@ class Backend(Protocol):
     faults: Faults
     host: str
     bookmark_interval: float
+    # What GET /version answers ("1.34", "1.33+"); None: 404.
+    kubernetes_version: str | None
 
     @property
     def port(self) -> int: ...
@@ -146,14 +148,22 @@ def _resource_list(group_version: str) -> dict[str, Any]:
     }
 
 
+def _version(api: Backend) -> dict[str, Any]:
+    """The API server's version, as `kubectl version` reads it."""
+    if api.kubernetes_version is None:
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+    major, _, minor = api.kubernetes_version.partition(".")
+    return {
+        "major": major,
+        "minor": minor,
+        "gitVersion": f"v{major}.{minor.rstrip('+')}.0-fake",
+        "platform": "linux/amd64",
+    }
+
+
 def _static_documents() -> dict[str, Callable[[Backend], dict[str, Any]]]:
     documents: dict[str, Callable[[Backend], dict[str, Any]]] = {
-        "/version": lambda _api: {
-            "major": "1",
-            "minor": "33",
-            "gitVersion": "v1.33.0-fake",
-            "platform": "linux/amd64",
-        },
+        "/version": _version,
         "/api": lambda api: {
             "kind": "APIVersions",
             "versions": ["v1"],

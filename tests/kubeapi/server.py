@@ -76,6 +76,8 @@ class FakeKubeAPI:
     `history` bounds the watch-event history kept per resource; `bookmark_interval` is how often
     a watch with allowWatchBookmarks=true gets a BOOKMARK. With `require_token`, requests must
     carry `Authorization: Bearer <token>` (the kubeconfig's token) or get 401.
+    `kubernetes_version` is what `GET /version` answers ("1.MINOR", or a provider's "1.33+");
+    None answers 404. Tests may change it while the server runs (an upgrade).
     """
 
     def __init__(
@@ -89,8 +91,11 @@ class FakeKubeAPI:
         require_token: bool = False,
         watch_cache: bool = True,
         watch_list: bool = True,
+        kubernetes_version: str | None = "1.34",
     ) -> None:
         self.host = host
+        # The newest semantics by default (both topology gates on), as most tests assume.
+        self.kubernetes_version = kubernetes_version
         self.bookmark_interval = bookmark_interval
         self.token = token
         self.require_token = require_token

@@ -201,7 +201,7 @@ def test_each_failure_fires_exactly_its_alert(
 def test_sampled_vectors_fire_one_alert_per_failing_entry(
     serve_snapshot: ServeSnapshot, tmp_path: Path
 ) -> None:
-    """promtool, with all ten data planes: no entry fires two Service alerts, and every entry
+    """promtool, with all eleven data planes: no entry fires two Service alerts, and every entry
     that asks for hints yet sends traffic out of its zone under some data plane fires one."""
     tests = []
     for name in SAMPLED_VECTORS:
