@@ -330,6 +330,16 @@ def _add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentPars
     )
     source.add_argument("--context", metavar="NAME", help="kubeconfig context to use")
     _add_snapshot_argument(source, required=False)
+    source.add_argument(
+        "--use-apiserver-cache",
+        type=_flag_value,
+        nargs="?",
+        const=True,
+        default=True,
+        metavar="true|false",
+        help="list from the API server's watch cache (resourceVersion=0) rather than with "
+        "consistent reads from etcd (default true; =false for consistent reads)",
+    )
     http = serve.add_argument_group("http")
     http.add_argument(
         "--listen-address",
@@ -402,6 +412,16 @@ def _add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentPars
     )
 
 
+def _flag_value(value: str) -> bool:
+    """A boolean flag's value as Go's flag package (and kube-state-metrics) spells it."""
+    spelled = value.strip().lower()
+    if spelled in {"1", "t", "true"}:
+        return True
+    if spelled in {"0", "f", "false"}:
+        return False
+    raise argparse.ArgumentTypeError(f"invalid boolean value {value!r}: use true or false")
+
+
 def _check_tls_flags(args: argparse.Namespace) -> None:
     if bool(args.tls_cert_file) != bool(args.tls_key_file):
         raise CommandError("--tls-cert-file and --tls-key-file go together")
@@ -414,6 +434,7 @@ def _check_tls_flags(args: argparse.Namespace) -> None:
 def _serve_options(args: argparse.Namespace) -> ServeOptions:
     from exporter.serve import ServeOptions, resolve_shard, split_list  # noqa: PLC0415
     from exporter.server import parse_listen_address  # noqa: PLC0415
+    from exporter.sources.informer import InformerSettings  # noqa: PLC0415
     from exporter.web.links import parse_external_url  # noqa: PLC0415
 
     if args.kubeconfig and args.snapshot:
@@ -459,6 +480,7 @@ def _serve_options(args: argparse.Namespace) -> ServeOptions:
         log_format=args.log_format,
         dataplanes=parse_dataplanes(_without_auto(args.dataplane)),
         detect_dataplanes=AUTO_DATAPLANE in _dataplane_ids(args.dataplane),
+        informer=InformerSettings(use_apiserver_cache=args.use_apiserver_cache),
         profile_flags=profile_flags,
     )
 

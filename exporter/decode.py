@@ -210,6 +210,8 @@ class _EventMeta(msgspec.Struct, gc=False):
     namespace: Name = ""
     uid: Name = ""
     resourceVersion: Name = ""  # noqa: N815
+    # A streaming list's last BOOKMARK carries k8s.io/initial-events-end: "true".
+    annotations: dict[_Key, _Annotation] | None = None
 
 
 class ObjectMeta(msgspec.Struct, gc=False):

@@ -1,8 +1,13 @@
 """List, then watch, one resource; relist on 410 Gone; back off on errors; stop cleanly.
 
-One loop (`Informer.run`): LIST (paginated) when there is no resourceVersion to resume
-from, then WATCH from it until the server ends the watch or it fails; each pass of the
-loop is one watch request. What ends a watch decides the next pass: resume from the last
+One loop (`Informer.run`): a streaming list when there is no resourceVersion to resume
+from (one watch request that starts with the current objects, ready at the bookmark
+annotated k8s.io/initial-events-end, and goes on as the watch), or, where the API server
+refuses it (WatchList off: 422), a LIST from its watch cache (or a consistent paged one,
+`use_apiserver_cache=False`; see `exporter.sources.lists`) then WATCH; each pass of the
+loop is one watch request, whose timeoutSeconds is drawn in [min, 2 min) as client-go's
+reflector draws it, so that exporters restarted together do not re-watch in lockstep.
+What ends a watch decides the next pass: resume from the last
 resourceVersion seen, or list again (410 Gone, or repeated failures from the same one).
 
 The watch stream's lines are read and decoded here rather than through
@@ -28,11 +33,7 @@ import structlog
 import urllib3
 
 from exporter.decode import (
-    InvalidObjectError,
     JsonDecoder,
-    ListMeta,
-    ListPage,
-    ObjectDecoder,
     ObjectMeta,
     Status,
     WatchEvent,
@@ -40,6 +41,7 @@ from exporter.decode import (
 )
 from exporter.resources import EventTypeLabel, Resource, RestartCause, event_type_label
 from exporter.sources.kubeapi import ApiStatusError, Timeouts, read_body
+from exporter.sources.lists import NOT_OLDER_THAN, ResourceReader
 
 
 class _Metadata(Protocol):
@@ -60,6 +62,8 @@ _Raw = TypeVar("_Raw", bound=_RawObject)
 _Slim = TypeVar("_Slim")
 
 HTTP_BAD_REQUEST = 400
+HTTP_UNPROCESSABLE = 422
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 HTTP_FORBIDDEN = 403
 HTTP_GONE = 410
 HTTP_TOO_MANY_REQUESTS = 429
@@ -116,8 +120,18 @@ class ResourceSpec(Generic[_Raw, _Slim]):
 
 @dataclass(frozen=True, slots=True)
 class InformerSettings:
-    page_size: int = 500
+    page_size: int = 500  # consistent LISTs only: the watch cache ignores limit
+    # The shortest timeoutSeconds asked of a watch; each draws one in [this, twice this),
+    # as client-go's minWatchTimeout * (1 + rand).
     watch_timeout_seconds: int = 300
+    # LIST from the API server's watch cache (resourceVersion=0), not a quorum read of etcd.
+    use_apiserver_cache: bool = True
+    # Try a streaming list first (WatchList); the first refusal switches to LIST for good.
+    streaming_list: bool = True
+    # A relist after 410 Gone waits a jittered delay from this (growing while 410s repeat
+    # without progress), as client-go's reflector backs off between ListAndWatch calls:
+    # a fleet whose watches expire together must not relist together.
+    relist_backoff_initial: float = 1.6
     timeouts: Timeouts = field(default_factory=Timeouts)
     backoff_initial: float = 0.5
     backoff_max: float = 30.0
@@ -195,10 +209,17 @@ class Informer(Generic[_Raw, _Slim]):
         self._response: urllib3.BaseHTTPResponse | None = None
         # exporter.decode's decoders: every failure is a msgspec.DecodeError (or, for one
         # object, an InvalidObjectError), never UnicodeDecodeError or RecursionError.
-        self._page_decoder = JsonDecoder(ListPage[spec.raw_type])  # type: ignore[name-defined]
-        self._loose_page_decoder = JsonDecoder(ListPage[msgspec.Raw])
-        self._object_decoder = ObjectDecoder(spec.raw_type)  # type: ignore[type-var]
+        self._reader: ResourceReader[_Raw, _Slim] = ResourceReader(
+            spec, lambda error: self._invalid(error.name, error.problem)
+        )
         self._event_decoder = JsonDecoder(WatchEvent)
+        self._rng = random.Random()  # noqa: S311 - jitter, not cryptography
+        self._streaming = self._settings.streaming_list
+        # The objects of a streaming list so far; None when not in one.
+        self._initial: list[_Slim] | None = None
+        self._relist_backoff = Backoff(
+            self._settings.relist_backoff_initial, self._settings.backoff_max, self._rng
+        )
         self._log = logger.bind(resource=spec.resource)
         self.synced = threading.Event()
         # Why the resource cannot be read, while it cannot (shown by /readyz).
@@ -244,7 +265,7 @@ class Informer(Generic[_Raw, _Slim]):
         """
         while not self._stop.is_set():
             try:
-                if self._resource_version is None:
+                if self._resource_version is None and not self._streaming:
                     self._resource_version = self._list()
                     self._failed_resumes = 0
                 self._watch(self._resource_version)
@@ -254,6 +275,7 @@ class Informer(Generic[_Raw, _Slim]):
                 self._metrics.watch_restart(self.spec.resource, "expired")
                 self._log.info("resource version expired, listing again")
                 self._resource_version = None
+                self._stop.wait(self._relist_backoff.next_delay())
             except WatchStalledError as stall:
                 if self._stop.is_set():
                     break
@@ -266,9 +288,31 @@ class Informer(Generic[_Raw, _Slim]):
             ) as error:
                 if self._stop.is_set():
                     break  # stop() cut the connection: not a failure
-                if self._resource_version is not None and _blames_resource_version(error):
-                    self._resume_failed(error)
-                self._failed(error)
+                self._on_error(error)
+
+    def _on_error(self, error: Exception) -> None:
+        if self._streaming_refused(error):
+            return  # list instead, at once
+        if self._resource_version is not None and _blames_resource_version(error):
+            self._resume_failed(error)
+        self._failed(error)
+
+    def _streaming_refused(self, error: Exception) -> bool:
+        """A streaming list the API server does not serve: LIST then WATCH from now on.
+
+        Without the WatchList feature it answers 422 Invalid ("sendInitialEvents is
+        forbidden for watch unless the WatchList feature gate is enabled"); an older one, 400.
+        """
+        if not (
+            self._initial == []  # refused before any object: not a stream that broke later
+            and isinstance(error, ApiStatusError)
+            and error.status in {HTTP_BAD_REQUEST, HTTP_UNPROCESSABLE}
+        ):
+            return False
+        self._log.info("the API server does not stream lists; listing instead", error=str(error))
+        self._streaming = False
+        self._initial = None
+        return True
 
     def _stalled(self, stall: WatchStalledError) -> None:
         if not (stall.partial or self._bookmarks_seen):
@@ -296,26 +340,20 @@ class Informer(Generic[_Raw, _Slim]):
     # -- list ------------------------------------------------------------------------------
 
     def _list(self) -> str:
-        objects: list[_Slim] = []
-        continue_token = ""
-        while True:
-            query = [("limit", str(self._settings.page_size))]
-            if continue_token:
-                query.append(("continue", continue_token))
-            if self.spec.field_selector:
-                query.append(("fieldSelector", self.spec.field_selector))
-            body = self._read_all(query)
-            page_meta, items = self._decode_page(body)
-            objects.extend(items)
-            continue_token = page_meta.continue_ or ""
-            if not continue_token:
-                break
+        resource_version, objects = self._reader.list_all(
+            self._read_all,
+            cached=self._settings.use_apiserver_cache,
+            page_size=self._settings.page_size,
+        )
+        self._listed(objects)
+        self._log.debug("listed", objects=len(objects), resource_version=resource_version)
+        return resource_version
+
+    def _listed(self, objects: list[_Slim]) -> None:
         # Objects that vanished while we were not watching go away with the replace.
         self._sink.replace(objects)
         self._healthy()
         self.synced.set()
-        self._log.debug("listed", objects=len(objects), resource_version=page_meta.resourceVersion)
-        return page_meta.resourceVersion
 
     @contextmanager
     def _request(
@@ -346,34 +384,6 @@ class Informer(Generic[_Raw, _Slim]):
         with self._request(query, self._settings.timeouts) as response:
             return read_body(response, self._settings.timeouts)
 
-    def _decode_page(self, body: bytes) -> tuple[ListMeta, list[_Slim]]:
-        try:
-            page = self._page_decoder.decode(body)
-            raws = page.items or []
-        except msgspec.ValidationError:
-            # One malformed object must not cost the whole list: decode item by item.
-            loose = self._loose_page_decoder.decode(body)
-            page = loose
-            raws = [
-                raw for item in loose.items or [] if (raw := self._decode_object(item)) is not None
-            ]
-        return page.metadata, [slim for raw in raws if (slim := self._convert(raw)) is not None]
-
-    def _decode_object(self, data: msgspec.Raw | bytes) -> _Raw | None:
-        try:
-            return self._object_decoder.decode(data)
-        except InvalidObjectError as error:
-            if self.spec.relevant is None or self.spec.relevant(data):
-                self._invalid(error.name, error.problem)
-            return None
-
-    def _convert(self, raw: _Raw) -> _Slim | None:
-        try:
-            return self.spec.convert(raw)
-        except InvalidObjectError as error:
-            self._invalid(error.name, error.problem)
-            return None
-
     def _invalid(self, name: str, problem: str) -> None:
         self._metrics.invalid_object(self.spec.resource)
         # Logged once per object name: a bad object relisted every few minutes is one line.
@@ -383,14 +393,30 @@ class Informer(Generic[_Raw, _Slim]):
 
     # -- watch -----------------------------------------------------------------------------
 
-    def _watch(self, resource_version: str) -> None:
-        """Stream events until the server ends the watch; progress is kept in _resource_version."""
-        query = [
-            ("watch", "true"),
-            ("resourceVersion", resource_version),
-            ("allowWatchBookmarks", "true"),
-            ("timeoutSeconds", str(self._settings.watch_timeout_seconds)),
-        ]
+    def watch_timeout(self) -> int:
+        """The timeoutSeconds of the next watch: jittered, as client-go's reflector draws it."""
+        shortest = self._settings.watch_timeout_seconds
+        return int(shortest * (1.0 + self._rng.random()))
+
+    def _watch(self, resource_version: str | None) -> None:
+        """Stream events until the server ends the watch; progress is kept in _resource_version.
+
+        Without a resourceVersion, a streaming list: the current objects as ADDED events,
+        then the bookmark annotated k8s.io/initial-events-end, then the watch goes on.
+        """
+        query = [("watch", "true"), ("allowWatchBookmarks", "true")]
+        if resource_version is None:
+            self._initial = []
+            query += [
+                ("sendInitialEvents", "true"),
+                ("resourceVersionMatch", NOT_OLDER_THAN),
+                # "0": any state the watch cache has; none: a consistent start.
+                *([("resourceVersion", "0")] if self._settings.use_apiserver_cache else []),
+            ]
+        else:
+            self._initial = None
+            query.append(("resourceVersion", resource_version))
+        query.append(("timeoutSeconds", str(self.watch_timeout())))
         if self.spec.field_selector:
             query.append(("fieldSelector", self.spec.field_selector))
         silence = self._settings.watch_silence_seconds
@@ -448,16 +474,20 @@ class Informer(Generic[_Raw, _Slim]):
         self._bookmarks_seen |= event_type == "BOOKMARK"
         # A valid added or modified object is decoded once, metadata included; only
         # deletions, bookmarks and invalid objects need the metadata on its own.
-        raw = self._decode_object(event.object) if event_type in {"ADDED", "MODIFIED"} else None
+        raw = (
+            self._reader.decode_object(event.object)
+            if event_type in {"ADDED", "MODIFIED"}
+            else None
+        )
         if raw is not None:
             resource_version = raw.metadata.resourceVersion
-            if raw.kind != self.spec.kind:
-                self._invalid(raw.metadata.name, f"kind {raw.kind!r} on the {self.spec.kind} watch")
-            elif (slim := self._convert(raw)) is not None:
-                self._sink.upsert(slim)
+            self._apply_object(raw)
         else:
             meta = decode_json(event.object, ObjectMeta)
             resource_version = meta.metadata.resourceVersion
+            annotations = meta.metadata.annotations or {}
+            if self._initial is not None and annotations.get(INITIAL_EVENTS_END) == "true":
+                self._initial_events_end(resource_version)
             if event_type == "DELETED":
                 if meta.kind != self.spec.kind:
                     name = meta.metadata.name
@@ -466,11 +496,29 @@ class Informer(Generic[_Raw, _Slim]):
                     self._sink.delete(
                         meta.metadata.namespace, meta.metadata.name, meta.metadata.uid
                     )
+        if self._initial is not None:
+            return  # no progress to resume from until the streaming list is complete
         self._healthy()
         self._failed_resumes = 0
         self._backoff.reset()
+        self._relist_backoff.reset()
         if resource_version:
             self._resource_version = resource_version
+
+    def _apply_object(self, raw: _Raw) -> None:
+        if raw.kind != self.spec.kind:
+            self._invalid(raw.metadata.name, f"kind {raw.kind!r} on the {self.spec.kind} watch")
+        elif (slim := self._reader.convert(raw)) is not None:
+            if self._initial is not None:
+                self._initial.append(slim)
+            else:
+                self._sink.upsert(slim)
+
+    def _initial_events_end(self, resource_version: str) -> None:
+        """The streaming list is complete: the state as of this resourceVersion."""
+        objects, self._initial = self._initial or [], None
+        self._listed(objects)
+        self._log.debug("listed", objects=len(objects), resource_version=resource_version)
 
     # -- health ----------------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """Read the cluster once, for `explain` and `evaluate`: one paginated LIST per resource, read-only.
 
-The same configuration loading, transport and raw-bytes decoding as the live exporter's
-informers, without their watch loop: the answer is a snapshot, like a `kubectl get` dump.
+The same configuration loading, transport and LIST (`exporter.sources.lists`, bounded
+decoders) as the live exporter's informers, without their watch loop: the answer is a
+snapshot, like a `kubectl get` dump.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from typing import Any
 import msgspec
 import urllib3
 
-from exporter.decode import InvalidObjectError, ListPage, object_name
 from exporter.snapshot import Snapshot
 from exporter.sources.cluster import ENDPOINT_SLICES, NODES, SERVICES
 from exporter.sources.informer import ResourceSpec
@@ -24,6 +24,7 @@ from exporter.sources.kubeapi import (
     api_client,
     read_body,
 )
+from exporter.sources.lists import ResourceReader
 from exporter.sources.version import read_server_minor
 
 HTTP_FORBIDDEN = 403
@@ -108,89 +109,28 @@ def _list_all(
     timeouts: Timeouts,
     skip: Callable[[str], None],
 ) -> list[Any]:
-    """Every object of one resource, page after page; from scratch if a continue token expires."""
-    typed = msgspec.json.Decoder(ListPage[spec.raw_type])  # type: ignore[name-defined]
-    loose = msgspec.json.Decoder(ListPage[msgspec.Raw])
-    for _attempt in range(3):
-        objects: list[Any] = []
-        token = ""
+    """Every object of one resource, page after page; from scratch if a continue token expires.
+
+    Consistent reads, not the watch cache's: a command is one read that a user runs to see
+    the cluster as it is now (after a change, as a CI gate), which a lagging cache could
+    contradict, and it costs the API server a few pages once, not at every restart.
+    """
+    reader: ResourceReader[Any, Any] = ResourceReader(spec, lambda error: skip(str(error)))
+
+    def fetch(query: list[tuple[str, str]]) -> bytes:
+        response = transport.get(spec.path, query, timeouts)
         try:
-            while True:
-                body = _read_page(transport, spec, token, page_size, timeouts)
-                metadata, raws = _decode_page(body, typed, loose, spec, skip)
-                objects += _convert(raws, spec, skip)
-                token = metadata.continue_ or ""
-                if not token:
-                    return objects
+            return read_body(response, timeouts)
+        finally:
+            response.release_conn()
+
+    for _attempt in range(3):
+        try:
+            return reader.list_all(fetch, cached=False, page_size=page_size)[1]
         except ApiStatusError as error:
             if error.status != HTTP_GONE:
                 raise
     raise ClusterReadError(f"cannot list {spec.resource}: the list kept changing under us")
-
-
-def _read_page(
-    transport: KubeTransport,
-    spec: ResourceSpec[Any, Any],
-    token: str,
-    page_size: int,
-    timeouts: Timeouts,
-) -> bytes:
-    query = [("limit", str(page_size))]
-    if token:
-        query.append(("continue", token))
-    if spec.field_selector:
-        query.append(("fieldSelector", spec.field_selector))
-    response = transport.get(spec.path, query, timeouts)
-    try:
-        return read_body(response, timeouts)
-    finally:
-        response.release_conn()
-
-
-def _convert(
-    raws: list[Any], spec: ResourceSpec[Any, Any], skip: Callable[[str], None]
-) -> list[Any]:
-    objects = []
-    for raw in raws:
-        try:
-            slim = spec.convert(raw)
-        except InvalidObjectError as error:
-            skip(f"{error.name}: {error.problem}")
-            continue
-        if slim is not None:
-            objects.append(slim)
-    return objects
-
-
-def _decode_page(
-    body: bytes,
-    typed: msgspec.json.Decoder[Any],
-    loose: msgspec.json.Decoder[Any],
-    spec: ResourceSpec[Any, Any],
-    skip: Callable[[str], None],
-) -> tuple[Any, list[Any]]:
-    try:
-        page = typed.decode(body)
-    except msgspec.ValidationError:
-        # One malformed object must not cost the whole answer: decode item by item.
-        page = loose.decode(body)
-    else:
-        return page.metadata, page.items or []
-    item_decoder = msgspec.json.Decoder(spec.raw_type)
-    raws = []
-    for item in page.items or []:
-        try:
-            raws.append(item_decoder.decode(item))
-        except msgspec.ValidationError as error:
-            skip(f"{spec.resource} {_name_of(item)}: {error}")
-    return page.metadata, raws
-
-
-def _name_of(item: msgspec.Raw) -> str:
-    try:
-        return object_name(msgspec.json.decode(item))
-    except msgspec.DecodeError:
-        return "<undecodable>"
 
 
 def connection_problem(error: BaseException) -> str:

@@ -19,6 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 import orjson
 
 from tests.kubeapi.faults import Faults
+from tests.kubeapi.options import validate as validate_list_options
 from tests.kubeapi.status import ApiError, int_param, status_body
 from tests.kubeapi.store import (
     API_VERSIONS,
@@ -34,6 +35,19 @@ from tests.kubeapi.store import (
 _TRICKLE_BYTES = 16
 
 
+@dataclass
+class Served:
+    """What answering one request cost the server, filled in while it is answered."""
+
+    status: int = 0
+    # Response bytes written so far (headers excluded; a watch's grow while it streams).
+    bytes: int = 0
+    # Where a LIST or a streaming list's initial state came from: "cache" (the watch
+    # cache's memory) or "etcd" (a range read of every object: a consistent or uncached
+    # LIST page); "" for everything else.
+    source: str = ""
+
+
 @dataclass(frozen=True)
 class Request:
     """One request the server received, for assertions (query values: the last one given)."""
@@ -45,10 +59,21 @@ class Request:
     headers: dict[str, str] = field(repr=False)
     # time.monotonic() when the request arrived (to measure how long a client waited).
     received: float = field(default_factory=time.monotonic, compare=False)
+    served: Served = field(default_factory=Served, compare=False, repr=False)
 
     @property
     def watch(self) -> bool:
         return self.query.get("watch", "").lower() in {"1", "true"}
+
+    @property
+    def streaming_list(self) -> bool:
+        """A watch that starts with the current state (sendInitialEvents=true)."""
+        return self.watch and self.query.get("sendInitialEvents", "").lower() in {"1", "true"}
+
+    @property
+    def consistent_list(self) -> bool:
+        """A LIST served by a range read from etcd (no watch cache involved)."""
+        return not self.watch and self.served.source == "etcd"
 
 
 class Backend(Protocol):
@@ -79,6 +104,14 @@ class Server(ThreadingHTTPServer):
     def handle_error(self, request: Any, client_address: Any) -> None:  # noqa: ARG002 - stdlib API
         # Clients hang up mid-response all the time (watches stopped, drop_watches, down()).
         return
+
+
+# The API server's health endpoints and the checks ?verbose lists.
+_HEALTH: dict[str, tuple[str, ...]] = {
+    "/healthz": ("ping", "log", "etcd", "poststarthook/start-apiextensions-informers"),
+    "/livez": ("ping", "log", "etcd", "poststarthook/start-apiextensions-informers"),
+    "/readyz": ("ping", "log", "etcd", "etcd-readiness", "informer-sync", "shutdown"),
+}
 
 
 # --- discovery -------------------------------------------------------------------------------
@@ -185,6 +218,7 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "fake-kube-apiserver"
     server: Server
+    _served: Served
     _STATIC: ClassVar[dict[str, Callable[[Backend], dict[str, Any]]]] = _static_documents()
 
     @property
@@ -212,16 +246,21 @@ class Handler(BaseHTTPRequestHandler):
         path = split.path.rstrip("/") or "/"
         found = route(path)
         backend = self.backend
-        backend.record_request(
-            Request(
-                "GET",
-                path,
-                query,
-                found[0].name if found else None,
-                {k.lower(): v for k, v in self.headers.items()},
-            )
+        request = Request(
+            "GET",
+            path,
+            query,
+            found[0].name if found else None,
+            {k.lower(): v for k, v in self.headers.items()},
         )
+        self._served = request.served
+        backend.record_request(request)
         try:
+            if path in _HEALTH:
+                # Served to anyone, as the API server's default RBAC lets unauthenticated
+                # clients read them.
+                self._health(path, query)
+                return
             self._check_authorization()
             if found is None:
                 self._send(200, orjson.dumps(self._static(path)))
@@ -232,10 +271,16 @@ class Handler(BaseHTTPRequestHandler):
             backend.faults.check(served, verb, namespace)
             if name is not None:
                 self._send(200, backend.store.get_json(served, namespace, name))
-            elif watch:
+                return
+            store = backend.store
+            validate_list_options(query, watch=watch, watch_list=store.watch_list)
+            if watch:
+                if request.streaming_list:
+                    self._served.source = "cache" if store.watch_cache else "etcd"
                 self._watch(served, namespace, query)
             else:
-                page = backend.store.list_json(served, namespace, query)
+                self._served.source = "cache" if store.served_from_cache(query) else "etcd"
+                page = store.list_json(served, namespace, query)
                 interval = backend.faults.trickled(served)
                 if interval:
                     self._send_trickled(page, interval)
@@ -256,6 +301,15 @@ class Handler(BaseHTTPRequestHandler):
         if not self.backend.authorized(self.headers.get("Authorization")):
             raise ApiError(401, "Unauthorized", "Unauthorized")
 
+    def _health(self, path: str, query: dict[str, str]) -> None:
+        """ok, or with ?verbose the checks, as kube-apiserver lists them."""
+        body = b"ok"
+        if "verbose" in query:
+            checks = _HEALTH[path]
+            lines = [f"[+]{check} ok" for check in checks]
+            body = ("\n".join([*lines, f"{path.lstrip('/')} check passed"]) + "\n").encode()
+        self._send(200, body, content_type="text/plain; charset=utf-8")
+
     def _static(self, path: str) -> dict[str, Any]:
         static = self._STATIC.get(path)
         if static is None:
@@ -266,15 +320,15 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         if length:
             self.rfile.read(length)
-        self.backend.record_request(
-            Request(
-                self.command,
-                urlsplit(self.path).path,
-                {},
-                None,
-                {k.lower(): v for k, v in self.headers.items()},
-            )
+        request = Request(
+            self.command,
+            urlsplit(self.path).path,
+            {},
+            None,
+            {k.lower(): v for k, v in self.headers.items()},
         )
+        self._served = request.served
+        self.backend.record_request(request)
         body = status_body(
             405, "MethodNotAllowed", f"{self.command} is not supported by this server"
         )
@@ -282,24 +336,34 @@ class Handler(BaseHTTPRequestHandler):
 
     do_POST = do_PUT = do_PATCH = do_DELETE = _other  # noqa: N815 - http.server dispatch names
 
-    def _send(self, code: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+    def _send(
+        self,
+        code: int,
+        body: bytes,
+        headers: dict[str, str] | None = None,
+        content_type: str = "application/json",
+    ) -> None:
+        self._served.status = code
         self.send_response(code)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-cache, private")
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(body)
+        self._served.bytes += len(body)
 
     def _send_trickled(self, body: bytes, interval: float) -> None:
         """A 200 whose body goes out a few bytes at a time (Faults.trickle)."""
+        self._served.status = 200
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         for start in range(0, len(body), _TRICKLE_BYTES):
             self.wfile.write(body[start : start + _TRICKLE_BYTES])
+            self._served.bytes += len(body[start : start + _TRICKLE_BYTES])
             if not self.backend.faults.pause(interval):
                 self.close_connection = True
                 return
@@ -307,11 +371,13 @@ class Handler(BaseHTTPRequestHandler):
     def _chunk(self, data: bytes) -> None:
         if data:
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self._served.bytes += len(data)
 
     def _watch(self, served: Resource, namespace: str | None, query: dict[str, str]) -> None:
         timeout = int_param(query, "timeoutSeconds", 0)
         stream = self.backend.store.open_watch(served, namespace, query, self.connection)
         try:
+            self._served.status = 200
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Transfer-Encoding", "chunked")

@@ -3,7 +3,8 @@
 It serves Nodes, Services, Events, ConfigMaps, EndpointSlices (discovery.k8s.io/v1) and
 DaemonSets (apps/v1) the way kube-apiserver does, closely enough for the real `kubernetes`
 Python client: one global, monotonically increasing resourceVersion; GET of named objects;
-paginated, consistent LISTs (limit/continue, 410 Expired for a compacted continue token);
+paginated, consistent LISTs (limit/continue, 410 Expired for a compacted continue token) and
+LISTs from the watch cache (resourceVersion=0: the whole list, limit ignored); streaming lists;
 chunked WATCH streams of newline-delimited events replayed from a bounded per-resource history
 (410 Expired as an ERROR event when the history no longer reaches back; 400 BadRequest for a
 resourceVersion that is not a number); field and label selectors; bookmarks; timeoutSeconds.
@@ -32,8 +33,17 @@ Three parts, each with a public interface:
   `forbid(resource)` (403), `stall(resource, seconds)`, `trickle(resource, interval)` (a
   LIST body sent a few bytes at a time), `clear_faults()`, `throttled` (how
   many requests were answered with Retry-After);
-- observation: `requests` (every Request received), `clear_requests()`, `errors` (the
+- features: `watch_cache` and `watch_list` (the WatchList gate), each a switch as on a real
+  API server: LISTs at resourceVersion 0 from memory (limit ignored) or from etcd; streaming
+  lists (sendInitialEvents, ended by the bookmark annotated k8s.io/initial-events-end) or
+  the 422 Invalid a server without the gate answers;
+- observation: `requests` (every Request received, each with what serving it cost in
+  `request.served`: status, bytes, "cache" or "etcd"), `clear_requests()`, `errors` (the
   server's own bugs, answered with 500).
+
+It refuses what kube-apiserver refuses: unknown field selectors and malformed label selectors
+(400 with the apiserver's messages), invalid ListOptions (422); `/healthz`, `/livez` and
+`/readyz` answer `ok`.
 
 Resources are named by kind (`Node`) or plural (`nodes`) wherever a hook takes one.
 """
@@ -79,6 +89,8 @@ class FakeKubeAPI:
         bookmark_interval: float = 1.0,
         token: str = "fake-token",  # noqa: S107 - a dummy bearer token for a test server
         require_token: bool = False,
+        watch_cache: bool = True,
+        watch_list: bool = True,
         kubernetes_version: str | None = "1.34",
     ) -> None:
         self.host = host
@@ -88,6 +100,8 @@ class FakeKubeAPI:
         self.token = token
         self.require_token = require_token
         self.store = ObjectStore(history)
+        self.watch_cache = watch_cache
+        self.watch_list = watch_list
         self.faults = Faults()
         self._port = port
         self._cond = threading.Condition()
@@ -287,6 +301,35 @@ class FakeKubeAPI:
     def throttled(self) -> int:
         """How many requests were answered with a Retry-After header."""
         return self.faults.throttled
+
+    # --- features ------------------------------------------------------------------------------
+
+    @property
+    def watch_cache(self) -> bool:
+        """kube-apiserver's --watch-cache: LISTs at resourceVersion 0 are served from memory.
+
+        Off, every LIST is a range read from etcd (limit honoured), as on a server started
+        with --watch-cache=false.
+        """
+        return self.store.watch_cache
+
+    @watch_cache.setter
+    def watch_cache(self, on: bool) -> None:
+        self.store.watch_cache = on
+
+    @property
+    def watch_list(self) -> bool:
+        """The WatchList feature gate: streaming lists (sendInitialEvents=true).
+
+        Off, a watch asking for sendInitialEvents gets the API server's 422 Invalid
+        ("sendInitialEvents is forbidden for watch unless the WatchList feature gate is
+        enabled").
+        """
+        return self.store.watch_list
+
+    @watch_list.setter
+    def watch_list(self, on: bool) -> None:
+        self.store.watch_list = on
 
     # --- observation -------------------------------------------------------------------------
 

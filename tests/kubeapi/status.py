@@ -12,6 +12,7 @@ REASONS = {
     405: "MethodNotAllowed",
     409: "Conflict",
     410: "Expired",
+    422: "Invalid",
     429: "TooManyRequests",
     500: "InternalError",
     503: "ServiceUnavailable",

@@ -36,6 +36,13 @@ from typing import Any
 
 import orjson
 
+from tests.kubeapi.options import EXACT, INITIAL_EVENTS_END, send_initial_events
+from tests.kubeapi.selectors import (
+    field_value,
+    label_matches,
+    parse_field_selector,
+    parse_label_selector,
+)
 from tests.kubeapi.status import (
     ApiError,
     bad_request,
@@ -130,81 +137,31 @@ class _Event:
 # --- selectors -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Term:
-    path: tuple[str, ...]  # () for a label selector term
-    key: str  # the label key for a label selector term
-    value: str | None  # None: an existence test (labels only)
-    negate: bool
-
-
-def _field_value(obj: Any, path: tuple[str, ...]) -> str:
-    for part in path:
-        if not isinstance(obj, dict):
-            return ""
-        obj = obj.get(part)
-    if obj is None or isinstance(obj, dict | list):
-        return ""
-    if isinstance(obj, bool):
-        return "true" if obj else "false"
-    return str(obj)
-
-
-def _split_term(raw: str, what: str) -> tuple[str, str | None, bool]:
-    for op, negate in (("!=", True), ("==", False), ("=", False)):
-        if op in raw:
-            key, _, value = raw.partition(op)
-            key = key.strip()
-            if not key:
-                raise bad_request(f"invalid {what}: {raw!r}")
-            return key, value.strip(), negate
-    return raw, None, False
-
-
 class Selector:
-    """A parsed fieldSelector plus labelSelector (equality and existence terms only)."""
+    """A parsed fieldSelector plus labelSelector, refused as the API server refuses them."""
 
-    def __init__(self, field_selector: str = "", label_selector: str = "") -> None:
-        terms: list[_Term] = []
-        for raw in filter(None, (t.strip() for t in field_selector.split(","))):
-            key, value, negate = _split_term(raw, "field selector")
-            if value is None:
-                raise bad_request(f"invalid field selector: {raw!r}")
-            terms.append(_Term(tuple(key.split(".")), key, value, negate))
-        for raw in filter(None, (t.strip() for t in label_selector.split(","))):
-            if "(" in raw or " in " in raw or " notin " in raw:
-                raise bad_request(f"unsupported label selector: {raw!r}")
-            key, value, negate = _split_term(raw, "label selector")
-            if value is None and key.startswith("!"):
-                key, negate = key[1:].strip(), True
-            terms.append(_Term((), key, value, negate))
-        self.terms = tuple(terms)
+    def __init__(self, resource: str, field_selector: str = "", label_selector: str = "") -> None:
+        self.fields = tuple(parse_field_selector(resource, field_selector))
+        self.labels = tuple(parse_label_selector(label_selector))
 
     @classmethod
-    def from_query(cls, query: dict[str, str]) -> Selector:
-        return cls(query.get("fieldSelector", ""), query.get("labelSelector", ""))
+    def from_query(cls, served: Resource, query: dict[str, str]) -> Selector:
+        return cls(served.name, query.get("fieldSelector", ""), query.get("labelSelector", ""))
 
     def __bool__(self) -> bool:
-        return bool(self.terms)
+        return bool(self.fields or self.labels)
 
     def matches(self, entry: Entry | None) -> bool:
         if entry is None:
             return False
-        if not self.terms:
+        if not self:
             return True
         obj = entry.obj()
-        for term in self.terms:
-            if term.path:
-                ok = _field_value(obj, term.path) == term.value
-            else:
-                labels = (obj.get("metadata") or {}).get("labels") or {}
-                if term.value is None:
-                    ok = term.key in labels
-                else:
-                    ok = term.key in labels and str(labels[term.key]) == term.value
-            if ok == term.negate:
+        for term in self.fields:
+            if (field_value(obj, term) == term.values[0]) == (term.operator == "!="):
                 return False
-        return True
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        return all(label_matches(labels, term) for term in self.labels)
 
 
 # --- watches ---------------------------------------------------------------------------------
@@ -289,6 +246,9 @@ class ObjectStore:
         self._snapshots: dict[int, _Snapshot] = {}
         self._snapshot_ids = itertools.count(1)
         self._watches: dict[str, list[_Watch]] = {r: [] for r in RESOURCES}
+        # The API server's switches: --watch-cache, and the WatchList feature gate.
+        self.watch_cache = True
+        self.watch_list = True
 
     # --- objects -----------------------------------------------------------------------------
 
@@ -430,12 +390,29 @@ class ObjectStore:
             )
         return entry.full(served)
 
+    def served_from_cache(self, query: dict[str, str]) -> bool:
+        """Whether the watch cache answers this LIST (else etcd does: a range read).
+
+        As the cacher's shouldDelegateList decides: with the cache on, a LIST at
+        resourceVersion "0", or at a version with NotOlderThan (or none given) and no limit,
+        is served from memory, and its limit is ignored; a consistent LIST (no
+        resourceVersion), an Exact one and every continue page go to etcd. With the cache
+        off, everything does, limit honoured.
+        """
+        rv = query.get("resourceVersion", "")
+        match = query.get("resourceVersionMatch", "")
+        if not self.watch_cache or query.get("continue") or not rv or match == EXACT:
+            return False
+        return rv == "0" or not query.get("limit")
+
     def list_json(self, served: Resource, namespace: str | None, query: dict[str, str]) -> bytes:
-        """One LIST page as the API server sends it (limit, continue, selectors)."""
+        """One LIST page as the API server sends it (limit, continue, selectors, the cache)."""
         limit = int_param(query, "limit", 0)
         if limit < 0:
             raise bad_request("limit must not be negative")
-        selector = Selector.from_query(query)
+        if self.served_from_cache(query):
+            limit = 0  # the watch cache ignores it
+        selector = Selector.from_query(served, query)
         token = query.get("continue", "")
         rv_param = query.get("resourceVersion", "")
         with self._cond:
@@ -495,21 +472,31 @@ class ObjectStore:
         connection: socket.socket,
     ) -> WatchStream:
         """Register a watch (raises ApiError for a bad query before anything is sent)."""
-        selector = Selector.from_query(query)
+        selector = Selector.from_query(served, query)
         start_rv = resource_version_param(query.get("resourceVersion", ""))
         bookmarks = query.get("allowWatchBookmarks", "").lower() in {"1", "true"}
+        initial = send_initial_events(query)
         watch = _Watch(served, namespace, selector, bookmarks, 0, connection)
         first: list[bytes] = []
         expired = False
         with self._cond:
-            if start_rv is None:
+            if initial or (initial is None and start_rv is None):
+                # The state at a version not older than asked (the current one here, as
+                # the fake's cache never lags), as ADDED events; a streaming list ends it
+                # with the bookmark annotated k8s.io/initial-events-end.
+                if start_rv is not None and start_rv > self._rv:
+                    raise _too_large(start_rv, self._rv)
                 entries, _ = self._sorted_entries(served)
                 first = [
                     event_line("ADDED", e.full(served))
                     for e in entries
                     if (namespace is None or e.key[0] == namespace) and selector.matches(e)
                 ]
+                if initial:
+                    first.append(_bookmark_line(served, self._rv, initial_events_end=True))
                 watch.cursor = self._rv
+            elif start_rv is None:
+                watch.cursor = self._rv  # sendInitialEvents=false: from now on
             else:
                 floor = max(self._compact_rv, self._horizon[served.name])
                 if start_rv < floor:
@@ -689,8 +676,14 @@ def event_line(kind: str, obj: bytes) -> bytes:
     return b'{"type":"%s","object":%s}\n' % (kind.encode(), obj)
 
 
-def _bookmark_line(served: Resource, rv: int) -> bytes:
-    return event_line("BOOKMARK", served.prefix + b'"metadata":{"resourceVersion":"%d"}}' % rv)
+def _bookmark_line(served: Resource, rv: int, *, initial_events_end: bool = False) -> bytes:
+    annotations = b',"annotations":{"%s":"true"}' % INITIAL_EVENTS_END.encode()
+    return event_line(
+        "BOOKMARK",
+        served.prefix
+        + b'"metadata":{"resourceVersion":"%d"%s}}'
+        % (rv, annotations if initial_events_end else b""),
+    )
 
 
 def _expired_line(rv: int, oldest: int) -> bytes:

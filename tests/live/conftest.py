@@ -20,6 +20,10 @@ FAST = InformerSettings(
     backoff_initial=0.05,
     backoff_max=0.3,
     forbidden_retry=0.3,
+    relist_backoff_initial=0.05,
+    # These scenarios exercise LIST then WATCH (what a server without WatchList gets);
+    # streaming lists have their own tests (tests/live/test_api_cost.py).
+    streaming_list=False,
 )
 
 StartExporter = Callable[..., AbstractContextManager[Exporter]]
