@@ -123,9 +123,17 @@ FIGURES = (
            "EndpointSlice update sent to the API server (one endpoint toggles ready) -> end of "
            "the first complete /metrics response whose ready-endpoints sample for that Service "
            "has the new value, while a scraper fetches /metrics back to back; median over the "
-           "changes of a run", "static_fetch", ratio_limit=3),
+           "changes of a run", "swap_p50", ratio_limit=1.5),
+    Figure("swap_p50", "  ref: swap-at-once static server, p50", "ms",
+           "the same measure against a minimal static server (its own process) holding the "
+           "first scrape's bytes and a copy with one sample changed, that swaps the whole "
+           "body at once when told (what an exporter costing nothing would score): told to "
+           "swap -> end of the first response with the new value, the same scraper fetching "
+           "back to back; median over as many swaps as changes"),
     Figure("change_p99", "change -> /metrics, p99", "ms",
-           "as above, 99th percentile over the changes of a run", "static_fetch", ratio_limit=5),
+           "as above, 99th percentile over the changes of a run", "swap_p99", ratio_limit=2),
+    Figure("swap_p99", "  ref: swap-at-once static server, p99", "ms",
+           "as above, 99th percentile over the swaps"),
     Figure("static_fetch", "  ref: static fetch of the same bytes", "ms",
            "GET of the same bytes as the first scrape from a minimal static server "
            "(http.server, sending them from memory, in its own process), same client, median "
@@ -154,10 +162,17 @@ FIGURES = (
     Figure("steady_scrape", "steady scrape", "ms",
            "GET /metrics with nothing changed since the previous scrape -> end of the "
            "response; median of 9 after the first", "static_fetch", ratio_limit=2),
+    Figure("steady_gzip", "steady gzip scrape", "ms",
+           "GET /metrics with Accept-Encoding: gzip, nothing changed since the previous "
+           "scrape -> end of the (still compressed) response; median of 9 after a first",
+           "static_gzip_fetch", ratio_limit=2),
+    Figure("static_gzip_fetch", "  ref: static fetch of the same gzip bytes", "ms",
+           "GET of the steady gzip scrape's bytes from the minimal static server "
+           "(Content-Encoding: gzip, not decoded by the client), median of 10"),
     Figure("sync_cpu", "initial sync CPU", "s",
            "CPU seconds (user + system, /proc) of the exporter process from its start to "
            "the first 200 from /readyz (every Service evaluated)", "sync_reference",
-           ratio_limit=1.5, stops_short=True),
+           ratio_limit=2, stops_short=True),
     Figure("sync_reference", "  ref: fetch + orjson.loads", "s",
            "CPU seconds of a process (GC tuned as exporter/runtime.py tunes it) fetching the "
            "same LIST pages (page size 500) and orjson.loads-ing each", stops_short=True),
@@ -170,8 +185,9 @@ FIGURES = (
            "resident memory of the exporter (VmRSS) when /readyz first answers 200",
            absolute_limit=150),
     Figure("rss_after", "RSS after scrapes and changes", "MiB",
-           "VmRSS after the first and 9 steady scrapes and the EndpointSlice changes (scraped "
-           "back to back throughout), before the node resizes", "rss_ready", ratio_limit=1.3),
+           "VmRSS after the first, 9 steady and 10 gzip scrapes and the EndpointSlice changes "
+           "(scraped back to back throughout), before the node resizes", "rss_ready",
+           ratio_limit=1.3),
     Figure("live_peak", "  ref: live peak RSS at /readyz", "MiB",
            "peak resident memory (VmHWM) of the live exporter when /readyz first answers 200"),
     Figure("evaluate_peak", "evaluate --snapshot peak RSS", "MiB",
@@ -240,15 +256,18 @@ def free_port() -> int:
     return port
 
 
-def get(url: str) -> bytes:
-    """One GET on a new connection (as each scrape of this client is), the whole body."""
-    with urllib.request.urlopen(url, timeout=600) as response:  # noqa: S310 - loopback only
+def get(url: str, *, gzip: bool = False) -> bytes:
+    """One GET on a new connection (as each scrape of this client is), the whole body
+    (with `gzip`, asked for gzip and returned as sent, not decoded)."""
+    headers = {"Accept-Encoding": "gzip"} if gzip else {}
+    request = urllib.request.Request(url, headers=headers)  # noqa: S310 - loopback only
+    with urllib.request.urlopen(request, timeout=600) as response:  # noqa: S310
         return bytes(response.read())
 
 
-def timed_get(url: str) -> tuple[float, bytes]:
+def timed_get(url: str, *, gzip: bool = False) -> tuple[float, bytes]:
     started = time.perf_counter()
-    body = get(url)
+    body = get(url, gzip=gzip)
     return time.perf_counter() - started, body
 
 
@@ -425,32 +444,69 @@ class EvaluatorAlone:
 
 class _QuietHandler(http.server.BaseHTTPRequestHandler):
     body = b""
+    gzip = False
 
     def do_GET(self) -> None:
+        body = self.body  # the body when the request arrived, as a swap-at-once server does
         self.send_response(200)
         self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-        self.send_header("Content-Length", str(len(self.body)))
+        if self.gzip:
+            self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(self.body)
+        self.wfile.write(body)
 
     def log_message(self, *_args: object) -> None:
         pass
 
 
-def _static_server(path: str, port: int) -> None:
-    _QuietHandler.body = Path(path).read_bytes()
+def _static_server(paths: list[str], port: int, conn: Connection, *, gzip: bool) -> None:
+    bodies = [Path(path).read_bytes() for path in paths]
+    _QuietHandler.body, _QuietHandler.gzip = bodies[0], gzip
+
+    def swapper() -> None:
+        # Each message swaps the whole body at once to the next prepared one.
+        current = 0
+        while True:
+            conn.recv()
+            current = (current + 1) % len(bodies)
+            _QuietHandler.body = bodies[current]
+            conn.send(None)
+
+    threading.Thread(target=swapper, daemon=True).start()
     with socketserver.ThreadingTCPServer(("127.0.0.1", port), _QuietHandler) as server:
         server.serve_forever()
 
 
+class StaticServer:
+    """A minimal static HTTP server in its own process, sending one of `bodies` from memory."""
+
+    def __init__(self, url: str, conn: Connection) -> None:
+        self.url = url
+        self._conn = conn
+
+    def swap(self) -> None:
+        """Switch to the next body at once; returns once the server has switched."""
+        self._conn.send(None)
+        self._conn.recv()
+
+
 @contextlib.contextmanager
-def static_server(body: bytes, directory: Path) -> Iterator[str]:
-    """A minimal static HTTP server sending `body`, in its own process; yields its URL."""
-    path = directory / "metrics.txt"
-    path.write_bytes(body)
+def static_server(
+    bodies: list[bytes], directory: Path, *, gzip: bool = False
+) -> Iterator[StaticServer]:
+    """A static server sending `bodies[0]` until told to swap to the next."""
+    paths = []
+    for number, body in enumerate(bodies):
+        path = directory / f"static-{number}.bin"
+        path.write_bytes(body)
+        paths.append(str(path))
     port = free_port()
     context = multiprocessing.get_context("spawn")
-    process = context.Process(target=_static_server, args=(str(path), port), daemon=True)
+    parent, child = context.Pipe()
+    process = context.Process(
+        target=_static_server, args=(paths, port, child), kwargs={"gzip": gzip}, daemon=True
+    )
     process.start()
     url = f"http://127.0.0.1:{port}/metrics"
     try:
@@ -463,7 +519,7 @@ def static_server(body: bytes, directory: Path) -> Iterator[str]:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.01)
-        yield url
+        yield StaticServer(url, parent)
     finally:
         process.terminate()
         process.join(10)
@@ -660,6 +716,31 @@ def measure_changes(session: ScaleSession, scraper: Scraper, body: bytes, run: R
     run.info["changes"] = len(latencies)
 
 
+def measure_swaps(session: ScaleSession, body: bytes, run: Run) -> None:
+    """The change -> /metrics floor: a static server that swaps its whole body at once."""
+    prefix = next(iter(ready_series(body).values()))
+    value = sample_value(body, prefix)
+    assert value is not None  # noqa: S101 - the prefix was found in this body
+    start = body.index(prefix) + len(prefix)
+    end = body.index(b"\n", start)
+    other = value + 1
+    changed = body[:start] + f"{other:g}".encode() + body[end:]
+    with (
+        static_server([body, changed], session.directory) as static,
+        Scraper(static.url, session.timeout) as scraper,
+    ):
+        latencies = []
+        for number in range(session.changes):
+            wanted = other if number % 2 == 0 else value
+
+            def has_value(scraped: bytes, wanted: float = wanted) -> bool:
+                return sample_value(scraped, prefix) == wanted
+
+            latencies.append(scraper.latency(has_value, static.swap))
+    run.values["swap_p50"] = statistics.median(latencies) * 1000
+    run.values["swap_p99"] = percentile(latencies, 0.99) * 1000
+
+
 def measure_resizes(session: ScaleSession, scraper: Scraper, url: str, run: Run) -> None:
     before = share_samples(get(url))
     # One untimed resize learns what the other size looks like on /metrics.
@@ -707,6 +788,39 @@ def measure_evaluator_alone(session: ScaleSession, run: Run) -> None:
     run.values["node_change_evaluator"] = statistics.median(seconds) * 1000
 
 
+def measure_scrapes(session: ScaleSession, url: str, meter: CpuMeter, run: Run) -> bytes:
+    """The first and steady scrapes, plain and gzip, and their references; the first body."""
+    meter.start()
+    first, body = timed_get(url + "/metrics")
+    run.cpu["first_scrape"] = meter.stop()
+    run.values["first_scrape"] = first * 1000
+    meter.start()
+    steady = [timed_get(url + "/metrics")[0] for _ in range(9)]
+    exporter_cpu, api_cpu = meter.stop()
+    run.cpu["steady_scrape"] = (exporter_cpu / 9, api_cpu / 9)
+    run.values["steady_scrape"] = statistics.median(steady) * 1000
+    run.info["scrape_bytes"] = len(body)
+    zipped = get(url + "/metrics", gzip=True)
+    meter.start()
+    steady = [timed_get(url + "/metrics", gzip=True)[0] for _ in range(9)]
+    exporter_cpu, api_cpu = meter.stop()
+    run.cpu["steady_gzip"] = (exporter_cpu / 9, api_cpu / 9)
+    run.values["steady_gzip"] = statistics.median(steady) * 1000
+    run.info["gzip_bytes"] = len(zipped)
+
+    with static_server([body], session.directory) as static:
+        fetches = [timed_get(static.url)[0] for _ in range(10)]
+    run.values["static_fetch"] = statistics.median(fetches) * 1000
+    with static_server([zipped], session.directory, gzip=True) as static:
+        fetches = [timed_get(static.url, gzip=True)[0] for _ in range(10)]
+    run.values["static_gzip_fetch"] = statistics.median(fetches) * 1000
+    session.progress(f"swap-at-once static server: {session.changes} swaps")
+    measure_swaps(session, body, run)
+    generate_latest, run.info["samples"] = generate_latest_seconds(body)
+    run.values["generate_latest"] = generate_latest * 1000
+    return body
+
+
 def measure_live(session: ScaleSession, run: Run) -> None:
     """Sync, scrapes, changes and memory of one `serve` process."""
     api = session.api
@@ -728,22 +842,7 @@ def measure_live(session: ScaleSession, run: Run) -> None:
         run.values["rss_ready"], run.values["live_peak"] = memory_mib(process.pid)
         meter = CpuMeter(process.pid, api.pid)
 
-        meter.start()
-        first, body = timed_get(url + "/metrics")
-        run.cpu["first_scrape"] = meter.stop()
-        run.values["first_scrape"] = first * 1000
-        meter.start()
-        steady = [timed_get(url + "/metrics")[0] for _ in range(9)]
-        exporter_cpu, api_cpu = meter.stop()
-        run.cpu["steady_scrape"] = (exporter_cpu / 9, api_cpu / 9)
-        run.values["steady_scrape"] = statistics.median(steady) * 1000
-        run.info["scrape_bytes"] = len(body)
-
-        with static_server(body, session.directory) as static_url:
-            fetches = [timed_get(static_url)[0] for _ in range(10)]
-        run.values["static_fetch"] = statistics.median(fetches) * 1000
-        generate_latest, run.info["samples"] = generate_latest_seconds(body)
-        run.values["generate_latest"] = generate_latest * 1000
+        body = measure_scrapes(session, url, meter, run)
 
         with Scraper(url + "/metrics", session.timeout) as scraper:
             session.progress(f"{session.changes} EndpointSlice changes")
