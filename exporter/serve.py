@@ -35,6 +35,7 @@ from exporter.metrics.exposition import ExpositionRenderer, MetricsEndpoint
 from exporter.metrics.families import SAME_ON_EVERY_SHARD
 from exporter.metrics.instruments import RESOURCES, ExporterMetrics, StatusCollector
 from exporter.resources import EventTypeLabel, Resource, RestartCause
+from exporter.runtime import release_free_memory
 from exporter.server import BasicAuth, MetricsServer, default_routes, make_app
 from exporter.snapshot import DEFAULT_MAX_INPUT_BYTES, load_snapshot
 from exporter.sources.cluster import ENDPOINT_SLICES, EVENTS, NODES, SERVICES, sinks
@@ -367,6 +368,8 @@ class Exporter:
                 # The initial snapshot lives as long as the process: keep later collections
                 # from rescanning it.
                 gc.freeze()
+                # The LIST pages' buffers are freed: return their pages to the system.
+                release_free_memory()
                 self._ready.set()
                 logger.info("ready", **self.store.counts())
                 if self.evaluator.state.zone_loss_skipped:

@@ -14,6 +14,7 @@ sublists are private: the per-block joined bytes need the blocks themselves.
 from __future__ import annotations
 
 import bisect
+from array import array
 from collections.abc import Iterable, Iterator
 
 from exporter.store import ServiceKey
@@ -22,26 +23,84 @@ Row = tuple[bytes, ...]
 
 
 class Block:
-    """Consecutive rows in key order, and their columns joined (stale ones set aside)."""
+    """Consecutive rows in key order, and their columns joined (stale ones set aside).
 
-    __slots__ = ("joined", "keys", "rows", "stale")
+    The body is held once: after a join, a row's chunks are not kept as bytes of their own
+    but found in the joined columns by their end offsets (`row()` copies them out when a
+    change needs them). A row set since the last join is kept whole until the next one.
+    """
 
-    def __init__(self, keys: list[ServiceKey], rows: list[Row], columns: int) -> None:
+    __slots__ = ("ends", "joined", "keys", "rows", "shifted", "stale")
+
+    def __init__(self, keys: list[ServiceKey], rows: list[Row | None], columns: int) -> None:
         self.keys = keys
+        # A row's chunks, or None: they are in `joined`, between the row's offsets.
         self.rows = rows
         # Each column's bytes over the rows; a stale column's are out of date.
         self.joined: list[bytes] = [b""] * columns
+        # Per column, where each row's chunk ends in `joined` (while the rows stay put).
+        self.ends: list[array[int]] = [array("Q") for _ in range(columns)]
         # Columns to join again before they are read.
         self.stale: set[int] = set(range(columns))
+        # Rows were inserted or removed: every column's offsets are recomputed at the join.
+        self.shifted = True
+
+    def row(self, position: int) -> Row:
+        """The row's chunks (copied out of the joined columns if they are held there)."""
+        row = self.rows[position]
+        if row is not None:
+            return row
+        chunks = []
+        for joined, ends in zip(self.joined, self.ends, strict=True):
+            chunks.append(joined[ends[position - 1] if position else 0 : ends[position]])
+        return tuple(chunks)
+
+    def expand(self) -> None:
+        """Every row whole, before rows move (an insert, a removal, a split or a merge)."""
+        rows = self.rows
+        for position, row in enumerate(rows):
+            if row is None:
+                rows[position] = self.row(position)
+        self.shifted = True
 
     def rejoin(self) -> int:
-        """Join the stale columns again; returns how many were joined."""
+        """Join the stale columns again, then hold every row in them; returns how many
+        columns were joined."""
         rows = self.rows
         joined = self.joined
         for column in self.stale:
-            joined[column] = b"".join([row[column] for row in rows])
+            old, old_ends = joined[column], self.ends[column]
+            parts: list[bytes] = []
+            ends: array[int] = array("Q")
+            end = 0
+            for position, row in enumerate(rows):
+                if row is None:
+                    # Only for rows that stayed put: their old offsets still hold.
+                    old_start = old_ends[position - 1] if position else 0
+                    chunk = old[old_start : old_ends[position]]
+                else:
+                    chunk = row[column]
+                parts.append(chunk)
+                end += len(chunk)
+                ends.append(end)
+            joined[column] = b"".join(parts)
+            self.ends[column] = ends
+        if self.shifted:
+            # Every row is whole: the offsets of the columns not joined come from them.
+            for column in range(len(joined)):
+                if column in self.stale:
+                    continue
+                ends = array("Q")
+                end = 0
+                for row in rows:
+                    assert row is not None  # noqa: S101 - expand() made every row whole
+                    end += len(row[column])
+                    ends.append(end)
+                self.ends[column] = ends
+            self.shifted = False
         count = len(self.stale)
         self.stale.clear()
+        self.rows = [None] * len(rows)
         return count
 
 
@@ -64,23 +123,45 @@ class SortedBlocks:
     def blocks(self) -> list[Block]:
         return self._blocks
 
-    def load(self, items: Iterable[tuple[ServiceKey, Row]]) -> None:
-        """Replace every row by `items`, which must be in key order (the first render)."""
+    def load(self, items: Iterable[tuple[ServiceKey, Row]]) -> int:
+        """Replace every row by `items`, which must be in key order (the first render).
+
+        Each block is joined as soon as it is full, so only one block's rows are held
+        whole at a time; returns how many columns were joined.
+        """
+        size = self._load
+        self._blocks = []
+        joins = 0
         keys: list[ServiceKey] = []
-        rows: list[Row] = []
+        rows: list[Row | None] = []
         for key, row in items:
             keys.append(key)
             rows.append(row)
-        size = self._load
-        self._blocks = [
-            Block(keys[start : start + size], rows[start : start + size], self._columns)
-            for start in range(0, len(keys), size)
-        ]
+            if len(keys) == size:
+                block = Block(keys, rows, self._columns)
+                joins += block.rejoin()
+                self._blocks.append(block)
+                keys, rows = [], []
+        if keys:
+            block = Block(keys, rows, self._columns)
+            joins += block.rejoin()
+            self._blocks.append(block)
         self._maxes = [block.keys[-1] for block in self._blocks]
+        return joins
 
     def _find(self, key: ServiceKey) -> int:
         index = bisect.bisect_left(self._maxes, key)
         return min(index, len(self._blocks) - 1)
+
+    def row(self, key: ServiceKey) -> Row | None:
+        """The key's row, None if absent."""
+        if not self._blocks:
+            return None
+        block = self._blocks[self._find(key)]
+        position = bisect.bisect_left(block.keys, key)
+        if position < len(block.keys) and block.keys[position] == key:
+            return block.row(position)
+        return None
 
     def set(self, key: ServiceKey, row: Row) -> None:
         """Insert the row or replace the key's row; marks the columns whose bytes changed."""
@@ -92,12 +173,13 @@ class SortedBlocks:
         block = self._blocks[index]
         position = bisect.bisect_left(block.keys, key)
         if position < len(block.keys) and block.keys[position] == key:
-            old = block.rows[position]
+            old = block.row(position)
             block.rows[position] = row
             block.stale.update(
                 column for column in range(self._columns) if old[column] != row[column]
             )
             return
+        block.expand()
         block.keys.insert(position, key)
         block.rows.insert(position, row)
         block.stale.update(column for column in range(self._columns) if row[column])
@@ -114,8 +196,10 @@ class SortedBlocks:
         position = bisect.bisect_left(block.keys, key)
         if position == len(block.keys) or block.keys[position] != key:
             return
+        block.expand()
         del block.keys[position]
         old = block.rows.pop(position)
+        assert old is not None  # noqa: S101 - expand() made every row whole
         block.stale.update(column for column in range(self._columns) if old[column])
         if not block.keys:
             del self._blocks[index]
@@ -127,6 +211,7 @@ class SortedBlocks:
 
     def _split(self, index: int) -> None:
         block = self._blocks[index]
+        block.expand()
         half = len(block.keys) // 2
         right = Block(block.keys[half:], block.rows[half:], self._columns)
         del block.keys[half:]
@@ -140,6 +225,8 @@ class SortedBlocks:
         """Fold a block that shrank into its neighbour (split again if that overflows)."""
         left = index - 1 if index > 0 else index
         first, second = self._blocks[left], self._blocks[left + 1]
+        first.expand()
+        second.expand()
         first.keys.extend(second.keys)
         first.rows.extend(second.rows)
         first.stale.update(range(self._columns))

@@ -283,7 +283,8 @@ def test_cpu_share_change_renders_only_the_families_it_changes(cluster: Cluster)
 
 
 def test_sorted_blocks_split_merge_and_rejoin() -> None:
-    """Random inserts, replacements and removals against a dict: order, bounds, joined bytes."""
+    """Random inserts, replacements and removals against a dict: order, bounds, joined bytes,
+    each row read back."""
     rng = random.Random(7)  # noqa: S311 - a reproducible sequence, not a secret
     blocks = SortedBlocks(columns=2, load=4)
     reference: dict[tuple[str, str], tuple[bytes, bytes]] = {}
@@ -297,9 +298,14 @@ def test_sorted_blocks_split_merge_and_rejoin() -> None:
             blocks.set(key, row)
             reference[key] = row
         if step % 50 == 0:
+            # Rows set since the last join are whole, the others read from the joined bytes.
+            assert {key: blocks.row(key) for key in reference} == reference
             for block in blocks.blocks:
                 block.rejoin()
                 assert 1 <= len(block.keys) <= 8
+                # The body is held once: no row keeps bytes of its own after a join.
+                assert block.rows == [None] * len(block.keys)
+            assert {key: blocks.row(key) for key in reference} == reference
             ordered = sorted(reference.items())
             assert list(blocks) == [key for key, _ in ordered]
             for column in range(2):
