@@ -151,6 +151,14 @@ FIGURES = (
            "ClusterStore.upsert_node, Evaluator.step() returns the published state; median "
            "over the resizes of a run (stops at the published state, before any rendering)",
            stops_short=True),
+    Figure("node_change_cpu", "node resize, exporter CPU per resize", "ms",
+           "CPU time of the exporter process (all threads) over the timed resizes above, "
+           "divided by their number: the evaluation, the rendering and the scrapes served "
+           "until every affected series is visible", "node_change_evaluator_cpu",
+           ratio_limit=2),
+    Figure("node_change_evaluator_cpu", "  ref: evaluator alone, CPU", "ms",
+           "CPU time (process_time) of the evaluator-alone resizes above, median",
+           stops_short=True),
     Figure("first_scrape", "first scrape after start", "ms",
            "GET /metrics right after /readyz first answers 200 (nothing rendered for a "
            "scrape yet) -> end of the response", "generate_latest", ratio_kind="faster",
@@ -426,10 +434,10 @@ def _evaluator_alone(size: ClusterSize, conn: Connection) -> None:
         command, payload = conn.recv()
         if command == "stop":
             return
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         store.upsert_node(decode_node(payload))
         evaluator.step()
-        conn.send(time.perf_counter() - started)
+        conn.send((time.perf_counter() - started, time.process_time() - started_cpu))
 
 
 class EvaluatorAlone:
@@ -440,9 +448,10 @@ class EvaluatorAlone:
         self._process.start()
         self._conn.recv()
 
-    def resize(self, obj: dict[str, Any]) -> float:
+    def resize(self, obj: dict[str, Any]) -> tuple[float, float]:
+        """(wall s, CPU s) of one resize."""
         self._conn.send(("node", obj))
-        seconds: float = self._conn.recv()
+        seconds: tuple[float, float] = self._conn.recv()
         return seconds
 
     def close(self) -> None:
@@ -752,7 +761,9 @@ def measure_swaps(session: ScaleSession, body: bytes, run: Run) -> None:
     run.values["swap_p99"] = percentile(latencies, 0.99) * 1000
 
 
-def measure_resizes(session: ScaleSession, scraper: Scraper, url: str, run: Run) -> None:
+def measure_resizes(
+    session: ScaleSession, scraper: Scraper, url: str, run: Run, exporter: int
+) -> None:
     before = share_samples(get(url))
     # One untimed resize learns what the other size looks like on /metrics.
     session.api.apply(session.resize_node())
@@ -773,6 +784,7 @@ def measure_resizes(session: ScaleSession, scraper: Scraper, url: str, run: Run)
         {tuple(_LABEL.findall(key)) for key in affected if key.startswith(SHARE_FAMILIES[1])}
     )
     latencies = []
+    cpu = cpu_seconds(exporter)
     for number in range(session.resizes):
         target = states[number % 2]
         wanted = {key: target.get(key) for key in affected}
@@ -784,6 +796,7 @@ def measure_resizes(session: ScaleSession, scraper: Scraper, url: str, run: Run)
         obj = session.resize_node()
         latencies.append(scraper.latency(all_visible, functools.partial(session.api.apply, obj)))
     run.values["node_change"] = statistics.median(latencies) * 1000
+    run.values["node_change_cpu"] = (cpu_seconds(exporter) - cpu) / session.resizes * 1000
 
 
 def measure_evaluator_alone(session: ScaleSession, run: Run) -> None:
@@ -796,7 +809,8 @@ def measure_evaluator_alone(session: ScaleSession, run: Run) -> None:
             seconds.append(evaluator.resize(node(RESIZED_NODE, cpu=cpu)))
     finally:
         evaluator.close()
-    run.values["node_change_evaluator"] = statistics.median(seconds) * 1000
+    run.values["node_change_evaluator"] = statistics.median(wall for wall, _ in seconds) * 1000
+    run.values["node_change_evaluator_cpu"] = statistics.median(used for _, used in seconds) * 1000
 
 
 def measure_scrapes(session: ScaleSession, url: str, meter: CpuMeter, run: Run) -> bytes:
@@ -865,7 +879,7 @@ def measure_live(session: ScaleSession, run: Run) -> None:
             run.values["rss_after"] = memory_mib(process.pid)[0]
             session.progress(f"{session.resizes} node resizes (and 1 untimed)")
             meter.start()
-            measure_resizes(session, scraper, url + "/metrics", run)
+            measure_resizes(session, scraper, url + "/metrics", run, process.pid)
             run.cpu["node_change"] = meter.stop()
         run.info["scrapes_while_changing"] = scraper.scrapes
 
@@ -1139,6 +1153,15 @@ def print_definitions() -> None:
         print(f"- {figure.title.strip()}{star}: {figure.definition}.")
 
 
+def cpu_model() -> str:
+    """The processor's model name (Linux), which decides the Python-bound figures."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown processor"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -1171,7 +1194,11 @@ def main(argv: list[str] | None = None) -> int:
     def progress(message: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
-    print(f"cores: {os.cpu_count()}, python {sys.version.split()[0]}, {args.runs} runs a scale")
+    load_before = os.getloadavg()[0]
+    print(
+        f"{cpu_model()}, cores: {os.cpu_count()}, python {sys.version.split()[0]}, "
+        f"{args.runs} runs a scale, load average {load_before:.1f}"
+    )
     print_definitions()
     reports = []
     for scale in scales:
@@ -1185,6 +1212,9 @@ def main(argv: list[str] | None = None) -> int:
         document = {
             "python": sys.version.split()[0],
             "cores": os.cpu_count(),
+            "cpu": cpu_model(),
+            # 1-minute load averages at the start and end: the machine may be shared.
+            "load": [load_before, os.getloadavg()[0]],
             "runs": args.runs,
             "definitions": {figure.key: asdict(figure) for figure in FIGURES},
             "scales": reports,

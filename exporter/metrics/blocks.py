@@ -20,6 +20,9 @@ from collections.abc import Iterable, Iterator
 from exporter.store import ServiceKey
 
 Row = tuple[bytes, ...]
+# A row in which None stands for a column's chunk as it already is (kept from the row it
+# replaces): a change re-renders some families of a Service and keeps the others.
+Update = tuple[bytes | None, ...]
 
 
 class Block:
@@ -27,14 +30,14 @@ class Block:
 
     The body is held once: after a join, a row's chunks are not kept as bytes of their own
     but found in the joined columns by their end offsets (`row()` copies them out when a
-    change needs them). A row set since the last join is kept whole until the next one.
+    change needs them). A row set since the last join keeps its new chunks until the next.
     """
 
     __slots__ = ("ends", "joined", "keys", "rows", "shifted", "stale")
 
-    def __init__(self, keys: list[ServiceKey], rows: list[Row | None], columns: int) -> None:
+    def __init__(self, keys: list[ServiceKey], rows: list[Update | None], columns: int) -> None:
         self.keys = keys
-        # A row's chunks, or None: they are in `joined`, between the row's offsets.
+        # Per row, its chunks set since the last join (None: as in `joined`), or None.
         self.rows = rows
         # Each column's bytes over the rows; a stale column's are out of date.
         self.joined: list[bytes] = [b""] * columns
@@ -42,25 +45,34 @@ class Block:
         self.ends: list[array[int]] = [array("Q") for _ in range(columns)]
         # Columns to join again before they are read.
         self.stale: set[int] = set(range(columns))
-        # Rows were inserted or removed: every column's offsets are recomputed at the join.
+        # Rows were inserted or removed: every row is whole, and every column's offsets are
+        # recomputed at the join.
         self.shifted = True
 
-    def row(self, position: int) -> Row:
-        """The row's chunks (copied out of the joined columns if they are held there)."""
+    def _joined_chunk(self, position: int, column: int) -> bytes:
+        """The row's chunk in a column as last joined (the rows have not moved since)."""
+        ends = self.ends[column]
+        return self.joined[column][ends[position - 1] if position else 0 : ends[position]]
+
+    def chunk(self, position: int, column: int) -> bytes:
         row = self.rows[position]
         if row is not None:
-            return row
-        chunks = []
-        for joined, ends in zip(self.joined, self.ends, strict=True):
-            chunks.append(joined[ends[position - 1] if position else 0 : ends[position]])
-        return tuple(chunks)
+            chunk = row[column]
+            if chunk is not None:
+                return chunk
+        return self._joined_chunk(position, column)
+
+    def row(self, position: int) -> Row:
+        """The row's chunks (copied out of the joined columns where they are held there)."""
+        return tuple([self.chunk(position, column) for column in range(len(self.joined))])
 
     def expand(self) -> None:
         """Every row whole, before rows move (an insert, a removal, a split or a merge)."""
+        if self.shifted:
+            return
         rows = self.rows
-        for position, row in enumerate(rows):
-            if row is None:
-                rows[position] = self.row(position)
+        for position in range(len(rows)):
+            rows[position] = self.row(position)
         self.shifted = True
 
     def rejoin(self) -> int:
@@ -68,19 +80,12 @@ class Block:
         columns were joined."""
         rows = self.rows
         joined = self.joined
+        count = len(rows)
         for column in self.stale:
-            old, old_ends = joined[column], self.ends[column]
-            parts: list[bytes] = []
+            parts = [self.chunk(position, column) for position in range(count)]
             ends: array[int] = array("Q")
             end = 0
-            for position, row in enumerate(rows):
-                if row is None:
-                    # Only for rows that stayed put: their old offsets still hold.
-                    old_start = old_ends[position - 1] if position else 0
-                    chunk = old[old_start : old_ends[position]]
-                else:
-                    chunk = row[column]
-                parts.append(chunk)
+            for chunk in parts:
                 end += len(chunk)
                 ends.append(end)
             joined[column] = b"".join(parts)
@@ -93,15 +98,16 @@ class Block:
                 ends = array("Q")
                 end = 0
                 for row in rows:
-                    assert row is not None  # noqa: S101 - expand() made every row whole
-                    end += len(row[column])
+                    whole = row[column] if row is not None else None
+                    assert whole is not None  # noqa: S101 - expand() made every row whole
+                    end += len(whole)
                     ends.append(end)
                 self.ends[column] = ends
             self.shifted = False
-        count = len(self.stale)
+        joins = len(self.stale)
         self.stale.clear()
-        self.rows = [None] * len(rows)
-        return count
+        self.rows = [None] * count
+        return joins
 
 
 class SortedBlocks:
@@ -133,7 +139,7 @@ class SortedBlocks:
         self._blocks = []
         joins = 0
         keys: list[ServiceKey] = []
-        rows: list[Row | None] = []
+        rows: list[Update | None] = []
         for key, row in items:
             keys.append(key)
             rows.append(row)
@@ -163,25 +169,32 @@ class SortedBlocks:
             return block.row(position)
         return None
 
-    def set(self, key: ServiceKey, row: Row) -> None:
-        """Insert the row or replace the key's row; marks the columns whose bytes changed."""
+    def set(self, key: ServiceKey, row: Update) -> None:
+        """Insert the row (whole) or replace the key's row (None: that column's chunk is
+        kept); marks the columns whose bytes changed."""
         if not self._blocks:
-            self._blocks = [Block([key], [row], self._columns)]
+            self._blocks = [Block([key], [_whole(row)], self._columns)]
             self._maxes = [key]
             return
         index = self._find(key)
         block = self._blocks[index]
         position = bisect.bisect_left(block.keys, key)
         if position < len(block.keys) and block.keys[position] == key:
-            old = block.row(position)
-            block.rows[position] = row
-            block.stale.update(
-                column for column in range(self._columns) if old[column] != row[column]
+            pending = block.rows[position]
+            merged: list[bytes | None] = (
+                list(pending) if pending is not None else [None] * self._columns
             )
+            for column, chunk in enumerate(row):
+                if chunk is None:
+                    continue
+                if chunk != block.chunk(position, column):
+                    block.stale.add(column)
+                merged[column] = chunk
+            block.rows[position] = tuple(merged)
             return
         block.expand()
         block.keys.insert(position, key)
-        block.rows.insert(position, row)
+        block.rows.insert(position, _whole(row))
         block.stale.update(column for column in range(self._columns) if row[column])
         self._maxes[index] = block.keys[-1]
         if len(block.keys) > 2 * self._load:
@@ -196,10 +209,10 @@ class SortedBlocks:
         position = bisect.bisect_left(block.keys, key)
         if position == len(block.keys) or block.keys[position] != key:
             return
+        old = block.row(position)
         block.expand()
         del block.keys[position]
-        old = block.rows.pop(position)
-        assert old is not None  # noqa: S101 - expand() made every row whole
+        del block.rows[position]
         block.stale.update(column for column in range(self._columns) if old[column])
         if not block.keys:
             del self._blocks[index]
@@ -240,3 +253,10 @@ class SortedBlocks:
         """The keys in order."""
         for block in self._blocks:
             yield from block.keys
+
+
+def _whole(row: Update) -> Row:
+    """A new key's row: every chunk given (there is no old one to keep)."""
+    if any(chunk is None for chunk in row):
+        raise ValueError("a new row must give every column's chunk")
+    return tuple([chunk or b"" for chunk in row])

@@ -44,7 +44,7 @@ from prometheus_client import CollectorRegistry, make_wsgi_app
 from exporter.engine import ReadyNodes
 from exporter.engine.whatif import NO_FORECAST
 from exporter.evaluator import ExporterState, ServiceResult
-from exporter.metrics.blocks import Row, SortedBlocks
+from exporter.metrics.blocks import Row, SortedBlocks, Update
 from exporter.metrics.collector import ExportOptions, FamilyFilter, is_exported
 from exporter.metrics.families import (
     HINT_FAMILIES,
@@ -589,12 +589,13 @@ class ExpositionRenderer:
                 kept[index] = a is b or a == b
         return kept if any(kept) else None
 
-    def _rerow(self, result: ServiceResult, nodes: ReadyNodes, old: Row, kept: list[bool]) -> Row:
-        """A replaced result's row: the old chunks of the families kept, the others rendered."""
+    def _rerow(self, result: ServiceResult, nodes: ReadyNodes, kept: list[bool]) -> Update:
+        """A replaced result's row: the families not kept rendered, None for the others
+        (their chunks stay as they are)."""
         self.counts.services += 1
         subject = ServiceSubject(result, nodes)
         prepared = _Prepared.of(subject)
-        row = list(old)
+        row: list[bytes | None] = [None] * len(kept)
         rerendered = self.counts.rerendered
         for index, column in enumerate(self._service_columns):
             if not kept[index]:
@@ -603,14 +604,12 @@ class ExpositionRenderer:
         self.counts.reused += sum(kept)
         return tuple(row)
 
-    def _node_row(self, key: ServiceKey, fragment: _Fragment, nodes: ReadyNodes) -> Row:
-        """The row with only its node-reading families rendered again."""
-        old = self._blocks.row(key)
-        assert old is not None  # noqa: S101 - callers pass exported fragments
+    def _node_row(self, fragment: _Fragment, nodes: ReadyNodes) -> Update:
+        """The node-reading families rendered again, None for the others (kept)."""
         self.counts.services += 1
         subject = ServiceSubject(fragment.result, nodes)
         prepared = _Prepared.of(subject)
-        row = list(old)
+        row: list[bytes | None] = [None] * len(self._service_columns)
         for index in self._node_columns:
             row[index] = self._service_columns[index].render(subject, prepared)
         return tuple(row)
@@ -631,7 +630,7 @@ class ExpositionRenderer:
                 for key in list(fragments):
                     fragment = fragments[key]
                     if fragment.exported and key not in applied:
-                        self._blocks.set(key, self._node_row(key, fragment, nodes))
+                        self._blocks.set(key, self._node_row(fragment, nodes))
         exported_results: tuple[ServiceResult, ...] | None = None
 
         def exported() -> tuple[ServiceResult, ...]:
@@ -687,9 +686,8 @@ class ExpositionRenderer:
                 if old is not None and old.exported and is_exported(result.verdicts, self._options)
                 else None
             )
-            old_row = self._blocks.row(key) if kept is not None else None
-            if kept is not None and old_row is not None:
-                row: Row | None = self._rerow(result, nodes, old_row, kept)
+            if kept is not None:
+                row: Update | None = self._rerow(result, nodes, kept)
             else:
                 row = self._row(result, nodes)
             fragments[key] = _Fragment(result, exported=row is not None)

@@ -283,16 +283,27 @@ def test_cpu_share_change_renders_only_the_families_it_changes(cluster: Cluster)
 
 
 def test_sorted_blocks_split_merge_and_rejoin() -> None:
-    """Random inserts, replacements and removals against a dict: order, bounds, joined bytes,
-    each row read back."""
+    """Random inserts, replacements (whole, or keeping a column's chunk) and removals against
+    a dict: order, bounds, joined bytes, each row read back."""
     rng = random.Random(7)  # noqa: S311 - a reproducible sequence, not a secret
     blocks = SortedBlocks(columns=2, load=4)
-    reference: dict[tuple[str, str], tuple[bytes, bytes]] = {}
+    reference: dict[tuple[str, str], tuple[bytes, ...]] = {}
     for step in range(2000):
         key = ("ns", f"svc-{rng.randrange(200):03d}")
         if rng.random() < 0.4:
             blocks.remove(key)
             reference.pop(key, None)
+        elif key in reference and rng.random() < 0.5:
+            # A replacement that keeps one column's chunk as it is (None).
+            kept = rng.randrange(2)
+            update = tuple(
+                None if column == kept else f"{key[1]}:{step}:{column}\n".encode()
+                for column in range(2)
+            )
+            blocks.set(key, update)
+            reference[key] = tuple(
+                old if new is None else new for old, new in zip(reference[key], update, strict=True)
+            )
         else:
             row = (f"{key[1]}:{step}\n".encode(), b"" if step % 3 else b"x\n")
             blocks.set(key, row)
