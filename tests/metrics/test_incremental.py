@@ -127,6 +127,7 @@ def test_a_one_service_change_renders_one_fragment_and_joins_one_block(cluster: 
     assert renderer.counts.services - before.services == 1
     joins = renderer.counts.joins - before.joins
     assert 1 <= joins <= PER_SERVICE_FAMILIES
+    _assert_held_once(renderer)
     _assert_same_bytes(renderer, registry)
 
 
@@ -280,6 +281,15 @@ def test_cpu_share_change_renders_only_the_families_it_changes(cluster: Cluster)
     for moving in ("zone_allocation_desired", "zone_load_factor"):
         assert rerendered["topology_hints_" + moving] == exported
     assert renderer.counts.reused >= exported * 10
+    _assert_held_once(renderer)
+
+
+def _assert_held_once(renderer: ExpositionRenderer) -> None:
+    """The body is held once: after a render, every row's lines are in its block's joined
+    bytes only (no row keeps a copy of its own)."""
+    for block in renderer._blocks.blocks:
+        assert not block.stale
+        assert block.rows == [None] * len(block.keys)
 
 
 def test_sorted_blocks_split_merge_and_rejoin() -> None:
