@@ -123,9 +123,17 @@ FIGURES = (
            "EndpointSlice update sent to the API server (one endpoint toggles ready) -> end of "
            "the first complete /metrics response whose ready-endpoints sample for that Service "
            "has the new value, while a scraper fetches /metrics back to back; median over the "
-           "changes of a run", "static_fetch", ratio_limit=3),
+           "changes of a run", "swap_p50", ratio_limit=1.5),
+    Figure("swap_p50", "  ref: swap-at-once static server, p50", "ms",
+           "the same measure against a minimal static server (its own process) holding the "
+           "first scrape's bytes and a copy with one sample changed, that swaps the whole "
+           "body at once when told (what an exporter costing nothing would score): told to "
+           "swap -> end of the first response with the new value, the same scraper fetching "
+           "back to back; median over as many swaps as changes"),
     Figure("change_p99", "change -> /metrics, p99", "ms",
-           "as above, 99th percentile over the changes of a run", "static_fetch", ratio_limit=5),
+           "as above, 99th percentile over the changes of a run", "swap_p99", ratio_limit=2),
+    Figure("swap_p99", "  ref: swap-at-once static server, p99", "ms",
+           "as above, 99th percentile over the swaps"),
     Figure("static_fetch", "  ref: static fetch of the same bytes", "ms",
            "GET of the same bytes as the first scrape from a minimal static server "
            "(http.server, sending them from memory, in its own process), same client, median "
@@ -143,6 +151,14 @@ FIGURES = (
            "ClusterStore.upsert_node, Evaluator.step() returns the published state; median "
            "over the resizes of a run (stops at the published state, before any rendering)",
            stops_short=True),
+    Figure("node_change_cpu", "node resize, exporter CPU per resize", "ms",
+           "CPU time of the exporter process (all threads) over the timed resizes above, "
+           "divided by their number: the evaluation, the rendering and the scrapes served "
+           "until every affected series is visible", "node_change_evaluator_cpu",
+           ratio_limit=2),
+    Figure("node_change_evaluator_cpu", "  ref: evaluator alone, CPU", "ms",
+           "CPU time (process_time) of the evaluator-alone resizes above, median",
+           stops_short=True),
     Figure("first_scrape", "first scrape after start", "ms",
            "GET /metrics right after /readyz first answers 200 (nothing rendered for a "
            "scrape yet) -> end of the response", "generate_latest", ratio_kind="faster",
@@ -151,13 +167,28 @@ FIGURES = (
            "prometheus_client.generate_latest over a registry holding the same samples "
            "(parsed from the scraped text), in-process, median of 3 (no HTTP: stops short "
            "of a scrape)", stops_short=True),
+    Figure("first_scrape_cpu", "first scrape after start, CPU", "ms",
+           "CPU time of the exporter process (all threads: HTTP and rendering) from sending "
+           "the GET above to the end of its response; on a shared machine CPU time does not "
+           "grow with the neighbours' load as wall time does", "generate_latest_cpu",
+           ratio_kind="faster", ratio_limit=5),
+    Figure("generate_latest_cpu", "  ref: generate_latest CPU", "ms",
+           "CPU time (process_time) of the generate_latest above, median of 3",
+           stops_short=True),
     Figure("steady_scrape", "steady scrape", "ms",
            "GET /metrics with nothing changed since the previous scrape -> end of the "
            "response; median of 9 after the first", "static_fetch", ratio_limit=2),
+    Figure("steady_gzip", "steady gzip scrape", "ms",
+           "GET /metrics with Accept-Encoding: gzip, nothing changed since the previous "
+           "scrape -> end of the (still compressed) response; median of 9 after a first",
+           "static_gzip_fetch", ratio_limit=2),
+    Figure("static_gzip_fetch", "  ref: static fetch of the same gzip bytes", "ms",
+           "GET of the steady gzip scrape's bytes from the minimal static server "
+           "(Content-Encoding: gzip, not decoded by the client), median of 10"),
     Figure("sync_cpu", "initial sync CPU", "s",
            "CPU seconds (user + system, /proc) of the exporter process from its start to "
            "the first 200 from /readyz (every Service evaluated)", "sync_reference",
-           ratio_limit=1.5, stops_short=True),
+           ratio_limit=2, stops_short=True),
     Figure("sync_reference", "  ref: fetch + orjson.loads", "s",
            "CPU seconds of a process (GC tuned as exporter/runtime.py tunes it) fetching the "
            "same LIST pages (page size 500) and orjson.loads-ing each", stops_short=True),
@@ -170,8 +201,9 @@ FIGURES = (
            "resident memory of the exporter (VmRSS) when /readyz first answers 200",
            absolute_limit=150),
     Figure("rss_after", "RSS after scrapes and changes", "MiB",
-           "VmRSS after the first and 9 steady scrapes and the EndpointSlice changes (scraped "
-           "back to back throughout), before the node resizes", "rss_ready", ratio_limit=1.3),
+           "VmRSS after the first, 9 steady and 10 gzip scrapes and the EndpointSlice changes "
+           "(scraped back to back throughout), before the node resizes", "rss_ready",
+           ratio_limit=1.3),
     Figure("live_peak", "  ref: live peak RSS at /readyz", "MiB",
            "peak resident memory (VmHWM) of the live exporter when /readyz first answers 200"),
     Figure("evaluate_peak", "evaluate --snapshot peak RSS", "MiB",
@@ -240,15 +272,18 @@ def free_port() -> int:
     return port
 
 
-def get(url: str) -> bytes:
-    """One GET on a new connection (as each scrape of this client is), the whole body."""
-    with urllib.request.urlopen(url, timeout=600) as response:  # noqa: S310 - loopback only
+def get(url: str, *, gzip: bool = False) -> bytes:
+    """One GET on a new connection (as each scrape of this client is), the whole body
+    (with `gzip`, asked for gzip and returned as sent, not decoded)."""
+    headers = {"Accept-Encoding": "gzip"} if gzip else {}
+    request = urllib.request.Request(url, headers=headers)  # noqa: S310 - loopback only
+    with urllib.request.urlopen(request, timeout=600) as response:  # noqa: S310
         return bytes(response.read())
 
 
-def timed_get(url: str) -> tuple[float, bytes]:
+def timed_get(url: str, *, gzip: bool = False) -> tuple[float, bytes]:
     started = time.perf_counter()
-    body = get(url)
+    body = get(url, gzip=gzip)
     return time.perf_counter() - started, body
 
 
@@ -399,10 +434,10 @@ def _evaluator_alone(size: ClusterSize, conn: Connection) -> None:
         command, payload = conn.recv()
         if command == "stop":
             return
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         store.upsert_node(decode_node(payload))
         evaluator.step()
-        conn.send(time.perf_counter() - started)
+        conn.send((time.perf_counter() - started, time.process_time() - started_cpu))
 
 
 class EvaluatorAlone:
@@ -413,9 +448,10 @@ class EvaluatorAlone:
         self._process.start()
         self._conn.recv()
 
-    def resize(self, obj: dict[str, Any]) -> float:
+    def resize(self, obj: dict[str, Any]) -> tuple[float, float]:
+        """(wall s, CPU s) of one resize."""
         self._conn.send(("node", obj))
-        seconds: float = self._conn.recv()
+        seconds: tuple[float, float] = self._conn.recv()
         return seconds
 
     def close(self) -> None:
@@ -425,32 +461,69 @@ class EvaluatorAlone:
 
 class _QuietHandler(http.server.BaseHTTPRequestHandler):
     body = b""
+    gzip = False
 
     def do_GET(self) -> None:
+        body = self.body  # the body when the request arrived, as a swap-at-once server does
         self.send_response(200)
         self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-        self.send_header("Content-Length", str(len(self.body)))
+        if self.gzip:
+            self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(self.body)
+        self.wfile.write(body)
 
     def log_message(self, *_args: object) -> None:
         pass
 
 
-def _static_server(path: str, port: int) -> None:
-    _QuietHandler.body = Path(path).read_bytes()
+def _static_server(paths: list[str], port: int, conn: Connection, *, gzip: bool) -> None:
+    bodies = [Path(path).read_bytes() for path in paths]
+    _QuietHandler.body, _QuietHandler.gzip = bodies[0], gzip
+
+    def swapper() -> None:
+        # Each message swaps the whole body at once to the next prepared one.
+        current = 0
+        while True:
+            conn.recv()
+            current = (current + 1) % len(bodies)
+            _QuietHandler.body = bodies[current]
+            conn.send(None)
+
+    threading.Thread(target=swapper, daemon=True).start()
     with socketserver.ThreadingTCPServer(("127.0.0.1", port), _QuietHandler) as server:
         server.serve_forever()
 
 
+class StaticServer:
+    """A minimal static HTTP server in its own process, sending one of `bodies` from memory."""
+
+    def __init__(self, url: str, conn: Connection) -> None:
+        self.url = url
+        self._conn = conn
+
+    def swap(self) -> None:
+        """Switch to the next body at once; returns once the server has switched."""
+        self._conn.send(None)
+        self._conn.recv()
+
+
 @contextlib.contextmanager
-def static_server(body: bytes, directory: Path) -> Iterator[str]:
-    """A minimal static HTTP server sending `body`, in its own process; yields its URL."""
-    path = directory / "metrics.txt"
-    path.write_bytes(body)
+def static_server(
+    bodies: list[bytes], directory: Path, *, gzip: bool = False
+) -> Iterator[StaticServer]:
+    """A static server sending `bodies[0]` until told to swap to the next."""
+    paths = []
+    for number, body in enumerate(bodies):
+        path = directory / f"static-{number}.bin"
+        path.write_bytes(body)
+        paths.append(str(path))
     port = free_port()
     context = multiprocessing.get_context("spawn")
-    process = context.Process(target=_static_server, args=(str(path), port), daemon=True)
+    parent, child = context.Pipe()
+    process = context.Process(
+        target=_static_server, args=(paths, port, child), kwargs={"gzip": gzip}, daemon=True
+    )
     process.start()
     url = f"http://127.0.0.1:{port}/metrics"
     try:
@@ -463,7 +536,7 @@ def static_server(body: bytes, directory: Path) -> Iterator[str]:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.01)
-        yield url
+        yield StaticServer(url, parent)
     finally:
         process.terminate()
         process.join(10)
@@ -477,17 +550,20 @@ class StaticCollector(Collector):
         return iter(self._families)
 
 
-def generate_latest_seconds(body: bytes, repeat: int = 3) -> tuple[float, int]:
-    """Median time of generate_latest over the scraped samples, and how many there are."""
+def generate_latest_seconds(body: bytes, repeat: int = 3) -> tuple[float, float, int]:
+    """Median wall and CPU time of generate_latest over the scraped samples, and how many
+    samples there are."""
     families = list(text_string_to_metric_families(body.decode()))
     registry = CollectorRegistry(auto_describe=False)
     registry.register(StaticCollector(families))
-    times = []
+    times, cpu = [], []
     for _ in range(repeat):
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         generate_latest(registry)
         times.append(time.perf_counter() - started)
-    return statistics.median(times), sum(len(family.samples) for family in families)
+        cpu.append(time.process_time() - started_cpu)
+    samples = sum(len(family.samples) for family in families)
+    return statistics.median(times), statistics.median(cpu), samples
 
 
 # -- watching /metrics ---------------------------------------------------------------------
@@ -660,7 +736,34 @@ def measure_changes(session: ScaleSession, scraper: Scraper, body: bytes, run: R
     run.info["changes"] = len(latencies)
 
 
-def measure_resizes(session: ScaleSession, scraper: Scraper, url: str, run: Run) -> None:
+def measure_swaps(session: ScaleSession, body: bytes, run: Run) -> None:
+    """The change -> /metrics floor: a static server that swaps its whole body at once."""
+    prefix = next(iter(ready_series(body).values()))
+    value = sample_value(body, prefix)
+    assert value is not None  # noqa: S101 - the prefix was found in this body
+    start = body.index(prefix) + len(prefix)
+    end = body.index(b"\n", start)
+    other = value + 1
+    changed = body[:start] + f"{other:g}".encode() + body[end:]
+    with (
+        static_server([body, changed], session.directory) as static,
+        Scraper(static.url, session.timeout) as scraper,
+    ):
+        latencies = []
+        for number in range(session.changes):
+            wanted = other if number % 2 == 0 else value
+
+            def has_value(scraped: bytes, wanted: float = wanted) -> bool:
+                return sample_value(scraped, prefix) == wanted
+
+            latencies.append(scraper.latency(has_value, static.swap))
+    run.values["swap_p50"] = statistics.median(latencies) * 1000
+    run.values["swap_p99"] = percentile(latencies, 0.99) * 1000
+
+
+def measure_resizes(
+    session: ScaleSession, scraper: Scraper, url: str, run: Run, exporter: int
+) -> None:
     before = share_samples(get(url))
     # One untimed resize learns what the other size looks like on /metrics.
     session.api.apply(session.resize_node())
@@ -681,6 +784,7 @@ def measure_resizes(session: ScaleSession, scraper: Scraper, url: str, run: Run)
         {tuple(_LABEL.findall(key)) for key in affected if key.startswith(SHARE_FAMILIES[1])}
     )
     latencies = []
+    cpu = cpu_seconds(exporter)
     for number in range(session.resizes):
         target = states[number % 2]
         wanted = {key: target.get(key) for key in affected}
@@ -692,6 +796,7 @@ def measure_resizes(session: ScaleSession, scraper: Scraper, url: str, run: Run)
         obj = session.resize_node()
         latencies.append(scraper.latency(all_visible, functools.partial(session.api.apply, obj)))
     run.values["node_change"] = statistics.median(latencies) * 1000
+    run.values["node_change_cpu"] = (cpu_seconds(exporter) - cpu) / session.resizes * 1000
 
 
 def measure_evaluator_alone(session: ScaleSession, run: Run) -> None:
@@ -704,7 +809,43 @@ def measure_evaluator_alone(session: ScaleSession, run: Run) -> None:
             seconds.append(evaluator.resize(node(RESIZED_NODE, cpu=cpu)))
     finally:
         evaluator.close()
-    run.values["node_change_evaluator"] = statistics.median(seconds) * 1000
+    run.values["node_change_evaluator"] = statistics.median(wall for wall, _ in seconds) * 1000
+    run.values["node_change_evaluator_cpu"] = statistics.median(used for _, used in seconds) * 1000
+
+
+def measure_scrapes(session: ScaleSession, url: str, meter: CpuMeter, run: Run) -> bytes:
+    """The first and steady scrapes, plain and gzip, and their references; the first body."""
+    meter.start()
+    first, body = timed_get(url + "/metrics")
+    run.cpu["first_scrape"] = run.cpu["first_scrape_cpu"] = meter.stop()
+    run.values["first_scrape"] = first * 1000
+    run.values["first_scrape_cpu"] = run.cpu["first_scrape"][0] * 1000
+    meter.start()
+    steady = [timed_get(url + "/metrics")[0] for _ in range(9)]
+    exporter_cpu, api_cpu = meter.stop()
+    run.cpu["steady_scrape"] = (exporter_cpu / 9, api_cpu / 9)
+    run.values["steady_scrape"] = statistics.median(steady) * 1000
+    run.info["scrape_bytes"] = len(body)
+    zipped = get(url + "/metrics", gzip=True)
+    meter.start()
+    steady = [timed_get(url + "/metrics", gzip=True)[0] for _ in range(9)]
+    exporter_cpu, api_cpu = meter.stop()
+    run.cpu["steady_gzip"] = (exporter_cpu / 9, api_cpu / 9)
+    run.values["steady_gzip"] = statistics.median(steady) * 1000
+    run.info["gzip_bytes"] = len(zipped)
+
+    with static_server([body], session.directory) as static:
+        fetches = [timed_get(static.url)[0] for _ in range(10)]
+    run.values["static_fetch"] = statistics.median(fetches) * 1000
+    with static_server([zipped], session.directory, gzip=True) as static:
+        fetches = [timed_get(static.url, gzip=True)[0] for _ in range(10)]
+    run.values["static_gzip_fetch"] = statistics.median(fetches) * 1000
+    session.progress(f"swap-at-once static server: {session.changes} swaps")
+    measure_swaps(session, body, run)
+    generate_latest, generate_latest_cpu, run.info["samples"] = generate_latest_seconds(body)
+    run.values["generate_latest"] = generate_latest * 1000
+    run.values["generate_latest_cpu"] = generate_latest_cpu * 1000
+    return body
 
 
 def measure_live(session: ScaleSession, run: Run) -> None:
@@ -728,22 +869,7 @@ def measure_live(session: ScaleSession, run: Run) -> None:
         run.values["rss_ready"], run.values["live_peak"] = memory_mib(process.pid)
         meter = CpuMeter(process.pid, api.pid)
 
-        meter.start()
-        first, body = timed_get(url + "/metrics")
-        run.cpu["first_scrape"] = meter.stop()
-        run.values["first_scrape"] = first * 1000
-        meter.start()
-        steady = [timed_get(url + "/metrics")[0] for _ in range(9)]
-        exporter_cpu, api_cpu = meter.stop()
-        run.cpu["steady_scrape"] = (exporter_cpu / 9, api_cpu / 9)
-        run.values["steady_scrape"] = statistics.median(steady) * 1000
-        run.info["scrape_bytes"] = len(body)
-
-        with static_server(body, session.directory) as static_url:
-            fetches = [timed_get(static_url)[0] for _ in range(10)]
-        run.values["static_fetch"] = statistics.median(fetches) * 1000
-        generate_latest, run.info["samples"] = generate_latest_seconds(body)
-        run.values["generate_latest"] = generate_latest * 1000
+        body = measure_scrapes(session, url, meter, run)
 
         with Scraper(url + "/metrics", session.timeout) as scraper:
             session.progress(f"{session.changes} EndpointSlice changes")
@@ -753,7 +879,7 @@ def measure_live(session: ScaleSession, run: Run) -> None:
             run.values["rss_after"] = memory_mib(process.pid)[0]
             session.progress(f"{session.resizes} node resizes (and 1 untimed)")
             meter.start()
-            measure_resizes(session, scraper, url + "/metrics", run)
+            measure_resizes(session, scraper, url + "/metrics", run, process.pid)
             run.cpu["node_change"] = meter.stop()
         run.info["scrapes_while_changing"] = scraper.scrapes
 
@@ -1027,6 +1153,15 @@ def print_definitions() -> None:
         print(f"- {figure.title.strip()}{star}: {figure.definition}.")
 
 
+def cpu_model() -> str:
+    """The processor's model name (Linux), which decides the Python-bound figures."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown processor"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -1059,7 +1194,11 @@ def main(argv: list[str] | None = None) -> int:
     def progress(message: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
-    print(f"cores: {os.cpu_count()}, python {sys.version.split()[0]}, {args.runs} runs a scale")
+    load_before = os.getloadavg()[0]
+    print(
+        f"{cpu_model()}, cores: {os.cpu_count()}, python {sys.version.split()[0]}, "
+        f"{args.runs} runs a scale, load average {load_before:.1f}"
+    )
     print_definitions()
     reports = []
     for scale in scales:
@@ -1073,6 +1212,9 @@ def main(argv: list[str] | None = None) -> int:
         document = {
             "python": sys.version.split()[0],
             "cores": os.cpu_count(),
+            "cpu": cpu_model(),
+            # 1-minute load averages at the start and end: the machine may be shared.
+            "load": [load_before, os.getloadavg()[0]],
             "runs": args.runs,
             "definitions": {figure.key: asdict(figure) for figure in FIGURES},
             "scales": reports,

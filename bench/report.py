@@ -131,14 +131,21 @@ def growth_table(report: dict[str, Any]) -> str:
 
 
 def markdown(report: dict[str, Any]) -> str:
+    machine = f"{report['cores']} cores"
+    if "cpu" in report:
+        machine = f"{report['cpu']}, {machine}"
+    if "load" in report:
+        start, end = report["load"]
+        machine += f", load average {start:.1f} at the start, {end:.1f} at the end"
     parts = [
         (
-            f"{report['runs']} runs a scale, {report['cores']} cores, Python {report['python']}; "
+            f"{report['runs']} runs a scale; {machine}; Python {report['python']}; "
             "`*` marks a figure that stops short of a scrape."
         ),
     ]
     parts.extend(scale_table(result, report["definitions"]) for result in report["scales"])
-    parts.append(growth_table(report))
+    if len(report["scales"]) > 1:
+        parts.append(growth_table(report))
     return "\n\n".join(parts) + "\n"
 
 

@@ -36,6 +36,7 @@ from exporter.metrics.exposition import ExpositionRenderer, MetricsEndpoint
 from exporter.metrics.families import SAME_ON_EVERY_SHARD
 from exporter.metrics.instruments import RESOURCES, ExporterMetrics, StatusCollector
 from exporter.resources import EventTypeLabel, Resource, RestartCause
+from exporter.runtime import release_free_memory
 from exporter.server import BasicAuth, MetricsServer, default_routes, make_app
 from exporter.snapshot import DEFAULT_MAX_INPUT_BYTES, load_snapshot
 from exporter.sources.cluster import ENDPOINT_SLICES, EVENTS, NODES, SERVICES, StoreSink, sinks
@@ -438,6 +439,10 @@ class Exporter:
                 # The initial snapshot lives as long as the process: keep later collections
                 # from rescanning it.
                 gc.freeze()
+                if self._transport is not None:
+                    # The LIST pages (143 MB of JSON at 5,000 nodes) are decoded and their
+                    # buffers freed: give those pages back to the system (10-20 ms).
+                    release_free_memory()
                 self._ready.set()
                 logger.info("ready", **self.store.counts())
                 if self.evaluator.state.zone_loss_skipped:

@@ -14,35 +14,100 @@ sublists are private: the per-block joined bytes need the blocks themselves.
 from __future__ import annotations
 
 import bisect
+from array import array
 from collections.abc import Iterable, Iterator
 
 from exporter.store import ServiceKey
 
 Row = tuple[bytes, ...]
+# A row in which None stands for a column's chunk as it already is (kept from the row it
+# replaces): a change re-renders some families of a Service and keeps the others.
+Update = tuple[bytes | None, ...]
 
 
 class Block:
-    """Consecutive rows in key order, and their columns joined (stale ones set aside)."""
+    """Consecutive rows in key order, and their columns joined (stale ones set aside).
 
-    __slots__ = ("joined", "keys", "rows", "stale")
+    The body is held once: after a join, a row's chunks are not kept as bytes of their own
+    but found in the joined columns by their end offsets (`row()` copies them out when a
+    change needs them). A row set since the last join keeps its new chunks until the next.
+    """
 
-    def __init__(self, keys: list[ServiceKey], rows: list[Row], columns: int) -> None:
+    __slots__ = ("ends", "joined", "keys", "rows", "shifted", "stale")
+
+    def __init__(self, keys: list[ServiceKey], rows: list[Update | None], columns: int) -> None:
         self.keys = keys
+        # Per row, its chunks set since the last join (None: as in `joined`), or None.
         self.rows = rows
         # Each column's bytes over the rows; a stale column's are out of date.
         self.joined: list[bytes] = [b""] * columns
+        # Per column, where each row's chunk ends in `joined` (while the rows stay put).
+        self.ends: list[array[int]] = [array("Q") for _ in range(columns)]
         # Columns to join again before they are read.
         self.stale: set[int] = set(range(columns))
+        # Rows were inserted or removed: every row is whole, and every column's offsets are
+        # recomputed at the join.
+        self.shifted = True
+
+    def _joined_chunk(self, position: int, column: int) -> bytes:
+        """The row's chunk in a column as last joined (the rows have not moved since)."""
+        ends = self.ends[column]
+        return self.joined[column][ends[position - 1] if position else 0 : ends[position]]
+
+    def chunk(self, position: int, column: int) -> bytes:
+        row = self.rows[position]
+        if row is not None:
+            chunk = row[column]
+            if chunk is not None:
+                return chunk
+        return self._joined_chunk(position, column)
+
+    def row(self, position: int) -> Row:
+        """The row's chunks (copied out of the joined columns where they are held there)."""
+        return tuple([self.chunk(position, column) for column in range(len(self.joined))])
+
+    def expand(self) -> None:
+        """Every row whole, before rows move (an insert, a removal, a split or a merge)."""
+        if self.shifted:
+            return
+        rows = self.rows
+        for position in range(len(rows)):
+            rows[position] = self.row(position)
+        self.shifted = True
 
     def rejoin(self) -> int:
-        """Join the stale columns again; returns how many were joined."""
+        """Join the stale columns again, then hold every row in them; returns how many
+        columns were joined."""
         rows = self.rows
         joined = self.joined
+        count = len(rows)
         for column in self.stale:
-            joined[column] = b"".join([row[column] for row in rows])
-        count = len(self.stale)
+            parts = [self.chunk(position, column) for position in range(count)]
+            ends: array[int] = array("Q")
+            end = 0
+            for chunk in parts:
+                end += len(chunk)
+                ends.append(end)
+            joined[column] = b"".join(parts)
+            self.ends[column] = ends
+        if self.shifted:
+            # Every row is whole: the offsets of the columns not joined come from them.
+            for column in range(len(joined)):
+                if column in self.stale:
+                    continue
+                ends = array("Q")
+                end = 0
+                for row in rows:
+                    whole = row[column] if row is not None else None
+                    assert whole is not None  # noqa: S101 - expand() made every row whole
+                    end += len(whole)
+                    ends.append(end)
+                self.ends[column] = ends
+            self.shifted = False
+        joins = len(self.stale)
         self.stale.clear()
-        return count
+        self.rows = [None] * count
+        return joins
 
 
 class SortedBlocks:
@@ -64,42 +129,72 @@ class SortedBlocks:
     def blocks(self) -> list[Block]:
         return self._blocks
 
-    def load(self, items: Iterable[tuple[ServiceKey, Row]]) -> None:
-        """Replace every row by `items`, which must be in key order (the first render)."""
+    def load(self, items: Iterable[tuple[ServiceKey, Row]]) -> int:
+        """Replace every row by `items`, which must be in key order (the first render).
+
+        Each block is joined as soon as it is full, so only one block's rows are held
+        whole at a time; returns how many columns were joined.
+        """
+        size = self._load
+        self._blocks = []
+        joins = 0
         keys: list[ServiceKey] = []
-        rows: list[Row] = []
+        rows: list[Update | None] = []
         for key, row in items:
             keys.append(key)
             rows.append(row)
-        size = self._load
-        self._blocks = [
-            Block(keys[start : start + size], rows[start : start + size], self._columns)
-            for start in range(0, len(keys), size)
-        ]
+            if len(keys) == size:
+                block = Block(keys, rows, self._columns)
+                joins += block.rejoin()
+                self._blocks.append(block)
+                keys, rows = [], []
+        if keys:
+            block = Block(keys, rows, self._columns)
+            joins += block.rejoin()
+            self._blocks.append(block)
         self._maxes = [block.keys[-1] for block in self._blocks]
+        return joins
 
     def _find(self, key: ServiceKey) -> int:
         index = bisect.bisect_left(self._maxes, key)
         return min(index, len(self._blocks) - 1)
 
-    def set(self, key: ServiceKey, row: Row) -> None:
-        """Insert the row or replace the key's row; marks the columns whose bytes changed."""
+    def row(self, key: ServiceKey) -> Row | None:
+        """The key's row, None if absent."""
         if not self._blocks:
-            self._blocks = [Block([key], [row], self._columns)]
+            return None
+        block = self._blocks[self._find(key)]
+        position = bisect.bisect_left(block.keys, key)
+        if position < len(block.keys) and block.keys[position] == key:
+            return block.row(position)
+        return None
+
+    def set(self, key: ServiceKey, row: Update) -> None:
+        """Insert the row (whole) or replace the key's row (None: that column's chunk is
+        kept); marks the columns whose bytes changed."""
+        if not self._blocks:
+            self._blocks = [Block([key], [_whole(row)], self._columns)]
             self._maxes = [key]
             return
         index = self._find(key)
         block = self._blocks[index]
         position = bisect.bisect_left(block.keys, key)
         if position < len(block.keys) and block.keys[position] == key:
-            old = block.rows[position]
-            block.rows[position] = row
-            block.stale.update(
-                column for column in range(self._columns) if old[column] != row[column]
+            pending = block.rows[position]
+            merged: list[bytes | None] = (
+                list(pending) if pending is not None else [None] * self._columns
             )
+            for column, chunk in enumerate(row):
+                if chunk is None:
+                    continue
+                if chunk != block.chunk(position, column):
+                    block.stale.add(column)
+                merged[column] = chunk
+            block.rows[position] = tuple(merged)
             return
+        block.expand()
         block.keys.insert(position, key)
-        block.rows.insert(position, row)
+        block.rows.insert(position, _whole(row))
         block.stale.update(column for column in range(self._columns) if row[column])
         self._maxes[index] = block.keys[-1]
         if len(block.keys) > 2 * self._load:
@@ -114,8 +209,10 @@ class SortedBlocks:
         position = bisect.bisect_left(block.keys, key)
         if position == len(block.keys) or block.keys[position] != key:
             return
+        old = block.row(position)
+        block.expand()
         del block.keys[position]
-        old = block.rows.pop(position)
+        del block.rows[position]
         block.stale.update(column for column in range(self._columns) if old[column])
         if not block.keys:
             del self._blocks[index]
@@ -127,6 +224,7 @@ class SortedBlocks:
 
     def _split(self, index: int) -> None:
         block = self._blocks[index]
+        block.expand()
         half = len(block.keys) // 2
         right = Block(block.keys[half:], block.rows[half:], self._columns)
         del block.keys[half:]
@@ -140,6 +238,8 @@ class SortedBlocks:
         """Fold a block that shrank into its neighbour (split again if that overflows)."""
         left = index - 1 if index > 0 else index
         first, second = self._blocks[left], self._blocks[left + 1]
+        first.expand()
+        second.expand()
         first.keys.extend(second.keys)
         first.rows.extend(second.rows)
         first.stale.update(range(self._columns))
@@ -153,3 +253,10 @@ class SortedBlocks:
         """The keys in order."""
         for block in self._blocks:
             yield from block.keys
+
+
+def _whole(row: Update) -> Row:
+    """A new key's row: every chunk given (there is no old one to keep)."""
+    if any(chunk is None for chunk in row):
+        raise ValueError("a new row must give every column's chunk")
+    return tuple([chunk or b"" for chunk in row])

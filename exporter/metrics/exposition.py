@@ -33,7 +33,7 @@ import struct
 import threading
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum, auto
 from typing import TYPE_CHECKING, Any
@@ -44,7 +44,7 @@ from prometheus_client import CollectorRegistry, make_wsgi_app
 from exporter.engine import ReadyNodes
 from exporter.engine.whatif import NO_FORECAST
 from exporter.evaluator import ExporterState, ServiceResult
-from exporter.metrics.blocks import Row, SortedBlocks
+from exporter.metrics.blocks import Row, SortedBlocks, Update
 from exporter.metrics.collector import ExportOptions, FamilyFilter, is_exported
 from exporter.metrics.families import (
     HINT_FAMILIES,
@@ -313,7 +313,7 @@ class _ScrapeColumn:
         self.tally = tally
         self.contributions = {}
         for key, fragment in fragments.items():
-            if fragment.row is not None:
+            if fragment.exported:
                 contribution = tally.contribution(fragment.result)
                 self.contributions[key] = contribution
                 tally.add(contribution, 1)
@@ -331,7 +331,7 @@ class _ScrapeColumn:
             fragment = fragments.get(key)
             new = (
                 tally.contribution(fragment.result)
-                if fragment is not None and fragment.row is not None
+                if fragment is not None and fragment.exported
                 else _ABSENT
             )
             if new is not _ABSENT:
@@ -352,8 +352,9 @@ _ABSENT = object()
 class _Fragment:
     # The result these lines were rendered from: still valid while it is the same object.
     result: ServiceResult
-    # Lines per per-Service family; None when the Service is not exported.
-    row: Row | None
+    # Whether the Service is exported: its lines per family are then a row of the blocks
+    # (held there once, in the joined bytes).
+    exported: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -588,12 +589,13 @@ class ExpositionRenderer:
                 kept[index] = a is b or a == b
         return kept if any(kept) else None
 
-    def _rerow(self, result: ServiceResult, nodes: ReadyNodes, old: Row, kept: list[bool]) -> Row:
-        """A replaced result's row: the old chunks of the families kept, the others rendered."""
+    def _rerow(self, result: ServiceResult, nodes: ReadyNodes, kept: list[bool]) -> Update:
+        """A replaced result's row: the families not kept rendered, None for the others
+        (their chunks stay as they are)."""
         self.counts.services += 1
         subject = ServiceSubject(result, nodes)
         prepared = _Prepared.of(subject)
-        row = list(old)
+        row: list[bytes | None] = [None] * len(kept)
         rerendered = self.counts.rerendered
         for index, column in enumerate(self._service_columns):
             if not kept[index]:
@@ -602,13 +604,12 @@ class ExpositionRenderer:
         self.counts.reused += sum(kept)
         return tuple(row)
 
-    def _node_row(self, fragment: _Fragment, nodes: ReadyNodes) -> Row:
-        """The row with only its node-reading families rendered again."""
-        assert fragment.row is not None  # noqa: S101 - callers pass exported fragments
+    def _node_row(self, fragment: _Fragment, nodes: ReadyNodes) -> Update:
+        """The node-reading families rendered again, None for the others (kept)."""
         self.counts.services += 1
         subject = ServiceSubject(fragment.result, nodes)
         prepared = _Prepared.of(subject)
-        row = list(fragment.row)
+        row: list[bytes | None] = [None] * len(self._service_columns)
         for index in self._node_columns:
             row[index] = self._service_columns[index].render(subject, prepared)
         return tuple(row)
@@ -628,10 +629,8 @@ class ExpositionRenderer:
             if nodes_moved and self._node_columns:
                 for key in list(fragments):
                     fragment = fragments[key]
-                    if fragment.row is not None and key not in applied:
-                        row = self._node_row(fragment, nodes)
-                        fragments[key] = _Fragment(fragment.result, row)
-                        self._blocks.set(key, row)
+                    if fragment.exported and key not in applied:
+                        self._blocks.set(key, self._node_row(fragment, nodes))
         exported_results: tuple[ServiceResult, ...] | None = None
 
         def exported() -> tuple[ServiceResult, ...]:
@@ -648,11 +647,16 @@ class ExpositionRenderer:
         """Render every Service (the first render, or after the renderer was emptied)."""
         nodes = state.nodes
         fragments = self._fragments
-        for key, result in sorted(state.services.items()):
-            fragments[key] = _Fragment(result, self._row(result, nodes))
-        self._blocks.load(
-            (key, fragment.row) for key, fragment in fragments.items() if fragment.row is not None
-        )
+
+        def rows() -> Iterator[tuple[ServiceKey, Row]]:
+            for key, result in sorted(state.services.items()):
+                row = self._row(result, nodes)
+                fragments[key] = _Fragment(result, exported=row is not None)
+                if row is not None:
+                    yield key, row
+
+        # Block by block: only one block's rows are held whole at a time.
+        self.counts.joins += self._blocks.load(rows())
         return list(fragments)
 
     def _apply(
@@ -679,19 +683,17 @@ class ExpositionRenderer:
                 continue
             kept = (
                 self._kept(old.result, result, nodes, nodes_moved=nodes_moved)
-                if old is not None
-                and old.row is not None
-                and is_exported(result.verdicts, self._options)
+                if old is not None and old.exported and is_exported(result.verdicts, self._options)
                 else None
             )
-            if kept is not None and old is not None and old.row is not None:
-                row: Row | None = self._rerow(result, nodes, old.row, kept)
+            if kept is not None:
+                row: Update | None = self._rerow(result, nodes, kept)
             else:
                 row = self._row(result, nodes)
-            fragments[key] = _Fragment(result, row)
+            fragments[key] = _Fragment(result, exported=row is not None)
             if row is not None:
                 self._blocks.set(key, row)
-            elif old is not None and old.row is not None:
+            elif old is not None and old.exported:
                 self._blocks.remove(key)
         return applied
 

@@ -127,6 +127,7 @@ def test_a_one_service_change_renders_one_fragment_and_joins_one_block(cluster: 
     assert renderer.counts.services - before.services == 1
     joins = renderer.counts.joins - before.joins
     assert 1 <= joins <= PER_SERVICE_FAMILIES
+    _assert_held_once(renderer)
     _assert_same_bytes(renderer, registry)
 
 
@@ -280,26 +281,52 @@ def test_cpu_share_change_renders_only_the_families_it_changes(cluster: Cluster)
     for moving in ("zone_allocation_desired", "zone_load_factor"):
         assert rerendered["topology_hints_" + moving] == exported
     assert renderer.counts.reused >= exported * 10
+    _assert_held_once(renderer)
+
+
+def _assert_held_once(renderer: ExpositionRenderer) -> None:
+    """The body is held once: after a render, every row's lines are in its block's joined
+    bytes only (no row keeps a copy of its own)."""
+    for block in renderer._blocks.blocks:
+        assert not block.stale
+        assert block.rows == [None] * len(block.keys)
 
 
 def test_sorted_blocks_split_merge_and_rejoin() -> None:
-    """Random inserts, replacements and removals against a dict: order, bounds, joined bytes."""
+    """Random inserts, replacements (whole, or keeping a column's chunk) and removals against
+    a dict: order, bounds, joined bytes, each row read back."""
     rng = random.Random(7)  # noqa: S311 - a reproducible sequence, not a secret
     blocks = SortedBlocks(columns=2, load=4)
-    reference: dict[tuple[str, str], tuple[bytes, bytes]] = {}
+    reference: dict[tuple[str, str], tuple[bytes, ...]] = {}
     for step in range(2000):
         key = ("ns", f"svc-{rng.randrange(200):03d}")
         if rng.random() < 0.4:
             blocks.remove(key)
             reference.pop(key, None)
+        elif key in reference and rng.random() < 0.5:
+            # A replacement that keeps one column's chunk as it is (None).
+            kept = rng.randrange(2)
+            update = tuple(
+                None if column == kept else f"{key[1]}:{step}:{column}\n".encode()
+                for column in range(2)
+            )
+            blocks.set(key, update)
+            reference[key] = tuple(
+                old if new is None else new for old, new in zip(reference[key], update, strict=True)
+            )
         else:
             row = (f"{key[1]}:{step}\n".encode(), b"" if step % 3 else b"x\n")
             blocks.set(key, row)
             reference[key] = row
         if step % 50 == 0:
+            # Rows set since the last join are whole, the others read from the joined bytes.
+            assert {key: blocks.row(key) for key in reference} == reference
             for block in blocks.blocks:
                 block.rejoin()
                 assert 1 <= len(block.keys) <= 8
+                # The body is held once: no row keeps bytes of its own after a join.
+                assert block.rows == [None] * len(block.keys)
+            assert {key: blocks.row(key) for key in reference} == reference
             ordered = sorted(reference.items())
             assert list(blocks) == [key for key, _ in ordered]
             for column in range(2):
