@@ -29,6 +29,26 @@ def routing_fields(verdict: ServiceVerdict) -> dict[str, Any]:
     }
 
 
+def cross_zone_field(verdict: ServiceVerdict) -> dict[str, Any] | None:
+    """behaviour §13: per data plane, null where no client has a share; null as a whole
+    where no routing applies."""
+    if not verdict.cross_zone:
+        return None
+    return {
+        str(dataplane): None
+        if figures is None
+        else {
+            "effective": figures.effective,
+            "floor": figures.floor,
+            "zones": {
+                zone: {"effective": share.effective, "floor": share.floor}
+                for zone, share in figures.zones.items()
+            },
+        }
+        for dataplane, figures in verdict.cross_zone.items()
+    }
+
+
 def service_document(verdict: ServiceVerdict) -> dict[str, Any]:
     nearest = verdict.nearest_feasible
     return {
@@ -60,6 +80,7 @@ def service_document(verdict: ServiceVerdict) -> dict[str, Any]:
         "config_issues": sorted(str(issue) for issue in verdict.config_issues),
         "drift": sorted(str(kind) for kind in verdict.drift),
         **routing_fields(verdict),
+        "cross_zone": cross_zone_field(verdict),
     }
 
 

@@ -10,6 +10,7 @@ from types import MappingProxyType
 
 from exporter.engine.allocation import Allocation, NearestFeasible, allocate, nearest_feasible
 from exporter.engine.capacity import ClusterCapacity, cluster_capacity
+from exporter.engine.crosszone import NO_CLIENTS, Clients, CrossZone, cross_zones
 from exporter.engine.dataplanes import route
 from exporter.engine.health import (
     DriftKind,
@@ -76,6 +77,11 @@ class ServiceVerdict:
     carries_hints: bool
     # behaviour §10: each configured data plane's routing, in the configured order.
     routing: Mapping[DataPlane, RoutingView] = field(default_factory=lambda: MappingProxyType({}))
+    # behaviour §13: expected cross-zone shares per data plane of `routing` (None: no client
+    # has a share); empty where no routing applies.
+    cross_zone: Mapping[DataPlane, CrossZone | None] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -95,6 +101,8 @@ class Evaluation:
     services: tuple[ServiceVerdict, ...]
     # The data planes whose routing each verdict carries.
     dataplanes: tuple[DataPlane, ...] = DEFAULT_DATAPLANES
+    # behaviour §13's clients: Ready nodes with a zone and CPU, weighted by CPU.
+    clients: Clients = NO_CLIENTS
 
 
 def ready_nodes(nodes: Iterable[Node]) -> ReadyNodes:
@@ -374,11 +382,13 @@ def evaluate_entry(
     dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES,
     judgements: Judgements | None = None,
     routes: KubeProxyRoutes | None = None,
+    clients: Clients = NO_CLIENTS,
 ) -> ServiceVerdict:
     """The entry's verdict under this capacity and these Ready nodes.
 
     `judgements` (made for `capacity`) and `routes` (made for `nodes`) share judgements and
-    kube-proxy routings between the entries of one node view.
+    kube-proxy routings between the entries of one node view; `clients` (of the same
+    nodes) weigh the cross-zone shares.
     """
     mechanism = inputs.mechanism
     ready = inputs.ready
@@ -429,16 +439,22 @@ def evaluate_entry(
         drift=drift,
         carries_hints=inputs.carries_hints,
         routing=MappingProxyType(routing),
+        cross_zone=cross_zones(routing, endpoints, clients),
     )
 
 
-def rejudged(verdict: ServiceVerdict, judgements: Judgements) -> ServiceVerdict:
+def rejudged(
+    verdict: ServiceVerdict,
+    judgements: Judgements,
+    reweighed: tuple[EntryInputs, Clients] | None = None,
+) -> ServiceVerdict:
     """The verdict under `judgements`' capacity, for the same slices and Ready nodes.
 
     What a node change that moves only CPU shares asks of every entry: the counts the
     judgement reads are in the verdict, and everything else (routing, proxy modes,
     endpoint counts) does not depend on capacity, so the slices are not read again.
-    Equal to evaluating the entry afresh under the new capacity.
+    Equal to evaluating the entry afresh under the new capacity. `reweighed`: the entry's
+    inputs and the new clients, when client CPU moved (the cross-zone shares weigh it).
     """
     hinted_by_zone = {zone: figures.hinted for zone, figures in verdict.zones.items()}
     judgement = judgements.judge(
@@ -465,6 +481,11 @@ def rejudged(verdict: ServiceVerdict, judgements: Judgements) -> ServiceVerdict:
         drift=verdict.drift if judgement.drift is None else judgement.drift,
         carries_hints=verdict.carries_hints,
         routing=verdict.routing,
+        cross_zone=(
+            verdict.cross_zone
+            if reweighed is None
+            else cross_zones(verdict.routing, reweighed[0].endpoints, reweighed[1])
+        ),
     )
 
 
@@ -477,6 +498,7 @@ def evaluate_service(
     judgements: Judgements | None = None,
     routes: KubeProxyRoutes | None = None,
     inputs: Sequence[EntryInputs] | None = None,
+    clients: Clients = NO_CLIENTS,
 ) -> tuple[ServiceVerdict, ...]:
     """One verdict per address type among the Service's slices, sorted by address type.
 
@@ -491,7 +513,8 @@ def evaluate_service(
     if inputs is None:
         inputs = service_inputs(service, slices)
     return tuple(
-        evaluate_entry(entry, capacity, nodes, dataplanes, judgements, routes) for entry in inputs
+        evaluate_entry(entry, capacity, nodes, dataplanes, judgements, routes, clients)
+        for entry in inputs
     )
 
 
@@ -516,6 +539,7 @@ def evaluate(
     node_list = tuple(nodes)
     capacity = cluster_capacity(node_list)
     ready = ready_nodes(node_list)
+    clients = Clients.of(node_list)
     grouped = slices_by_service(slices)
     judgements = Judgements(capacity)
     routes = KubeProxyRoutes(ready)
@@ -524,10 +548,21 @@ def evaluate(
         for service in services
         if service.key in grouped
         for verdict in evaluate_service(
-            service, grouped[service.key], capacity, ready, dataplanes, judgements, routes
+            service,
+            grouped[service.key],
+            capacity,
+            ready,
+            dataplanes,
+            judgements,
+            routes,
+            clients=clients,
         )
     ]
     verdicts.sort(key=lambda verdict: verdict.key)
     return Evaluation(
-        capacity=capacity, nodes=ready, services=tuple(verdicts), dataplanes=tuple(dataplanes)
+        capacity=capacity,
+        nodes=ready,
+        services=tuple(verdicts),
+        dataplanes=tuple(dataplanes),
+        clients=clients,
     )

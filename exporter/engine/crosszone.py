@@ -1,0 +1,177 @@
+"""behaviour §13: the share of a Service's traffic expected to cross zones, per data plane.
+
+Clients are the Ready nodes with a zone label and positive allocatable CPU, weighted by that
+CPU (the controller's own assumption: traffic follows CPU). Each spreads its traffic evenly
+over the endpoints its routing gives it (`dataplanes.Given`); its share is the fraction of
+those endpoints outside its zone. `floor` is what no routing avoids: 1 for a client whose
+zone has no endpoint of R, else 0.
+
+Nodes of a zone share their zone's routing and so one endpoint set, so a view is computed
+per zone plus its node exceptions (node hints, nodeName, internalTrafficPolicy Local):
+never node by node for a zone-wide routing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from types import MappingProxyType
+
+from exporter.engine.dataplanes import Given
+from exporter.engine.model import Endpoint, Node
+from exporter.engine.routing import DataPlane, Routing, RoutingView, ServiceEndpoints
+
+# Routings whose endpoint set is the node's own, not its zone's.
+_PER_NODE = frozenset({Routing.SAME_NODE, Routing.LOCAL})
+
+
+@dataclass(frozen=True, slots=True)
+class Clients:
+    """The clients of section 13 and their weights (allocatable CPU in cores)."""
+
+    weight: Mapping[str, float]
+    zone_of: Mapping[str, str]
+    # zone -> its clients' node names, sorted; zone -> their total weight.
+    by_zone: Mapping[str, tuple[str, ...]]
+    zone_weight: Mapping[str, float]
+
+    @classmethod
+    def of(cls, nodes: Iterable[Node]) -> Clients:
+        exact: dict[str, Fraction] = {}
+        zone_of: dict[str, str] = {}
+        for node in nodes:
+            if node.ready and node.zone and node.allocatable_cpu and node.allocatable_cpu > 0:
+                exact[node.name] = node.allocatable_cpu
+                zone_of[node.name] = node.zone
+        by_zone: dict[str, list[str]] = {}
+        for name, zone in zone_of.items():
+            by_zone.setdefault(zone, []).append(name)
+        return cls(
+            weight=MappingProxyType({name: float(cpu) for name, cpu in exact.items()}),
+            zone_of=MappingProxyType(zone_of),
+            by_zone=MappingProxyType({z: tuple(sorted(n)) for z, n in sorted(by_zone.items())}),
+            zone_weight=MappingProxyType(
+                {
+                    zone: float(sum((exact[name] for name in names), Fraction(0)))
+                    for zone, names in by_zone.items()
+                }
+            ),
+        )
+
+
+NO_CLIENTS = Clients.of(())
+
+
+@dataclass(frozen=True, slots=True)
+class Share:
+    """Expected cross-zone shares of some clients' traffic, 0 to 1."""
+
+    effective: float
+    floor: float
+
+    @property
+    def avoidable(self) -> float:
+        """What hints that worked would save: effective - floor, never below 0."""
+        return max(0.0, self.effective - self.floor)
+
+
+@dataclass(frozen=True, slots=True)
+class CrossZone:
+    """One data plane's expected cross-zone traffic for one (Service, address type)."""
+
+    overall: Share
+    # Per client zone that has a client with a share, sorted by zone.
+    zones: Mapping[str, Share]
+
+    @property
+    def effective(self) -> float:
+        return self.overall.effective
+
+    @property
+    def floor(self) -> float:
+        return self.overall.floor
+
+    @property
+    def avoidable(self) -> float:
+        return self.overall.avoidable
+
+
+def _crossing(endpoints: Sequence[Endpoint], zone: str) -> float | None:
+    """The fraction of `endpoints` outside `zone` (no zone: another zone); None if none."""
+    if not endpoints:
+        return None
+    return sum(1 for endpoint in endpoints if endpoint.zone != zone) / len(endpoints)
+
+
+def cross_zone(view: RoutingView, given: Given, clients: Clients) -> CrossZone | None:
+    """The expected shares under `view`; None when no client has a share."""
+    by_zone = view.by_zone
+    if not by_zone:
+        return None
+    located = {endpoint.zone for endpoint in given.usable if endpoint.zone}
+    exceptions: dict[str, list[tuple[str, Routing]]] = {}
+    for node, routing in view.by_node.items():
+        zone = clients.zone_of.get(node)
+        if zone is not None:
+            exceptions.setdefault(zone, []).append((node, routing))
+    zones: dict[str, Share] = {}
+    weights: dict[str, float] = {}
+    for zone, zone_nodes in clients.by_zone.items():
+        zone_routing = by_zone.get(zone)
+        if zone_routing is None:
+            continue
+        weighted = weight = 0.0
+        excepted = exceptions.get(zone, [])
+        rest = clients.zone_weight[zone]
+        for node, routing in excepted:
+            node_weight = clients.weight[node]
+            rest -= node_weight
+            share = _crossing(given.endpoints(routing, zone, node), zone)
+            if share is not None:
+                weighted += node_weight * share
+                weight += node_weight
+        shared = zone_routing.routing
+        if shared in _PER_NODE:
+            # Bounded by the endpoints: a zone-wide node routing means each node has its own.
+            skip = {node for node, _ in excepted}
+            for node in zone_nodes:
+                if node not in skip:
+                    share = _crossing(given.endpoints(shared, zone, node), zone)
+                    if share is not None:
+                        weighted += clients.weight[node] * share
+                        weight += clients.weight[node]
+        elif len(excepted) < len(zone_nodes):
+            # Some client follows the zone's routing (weights are positive: rest > 0).
+            share = _crossing(given.endpoints(shared, zone, None), zone)
+            if share is not None:
+                weighted += rest * share
+                weight += rest
+        if weight > 0:
+            zones[zone] = Share(min(1.0, weighted / weight), 0.0 if zone in located else 1.0)
+            weights[zone] = weight
+    if not zones:
+        return None
+    total = sum(weights.values())
+    overall = Share(
+        sum(weights[z] * share.effective for z, share in zones.items()) / total,
+        sum(weights[z] * share.floor for z, share in zones.items()) / total,
+    )
+    return CrossZone(overall, MappingProxyType(zones))
+
+
+def cross_zones(
+    routing: Mapping[DataPlane, RoutingView], endpoints: ServiceEndpoints, clients: Clients
+) -> Mapping[DataPlane, CrossZone | None]:
+    """Per data plane of `routing`; empty when no routing applies (section 10)."""
+    if not routing or not all(view.applies for view in routing.values()):
+        return _NOTHING
+    return MappingProxyType(
+        {
+            dataplane: cross_zone(view, Given(dataplane, endpoints), clients)
+            for dataplane, view in routing.items()
+        }
+    )
+
+
+_NOTHING: Mapping[DataPlane, CrossZone | None] = MappingProxyType({})
