@@ -380,7 +380,7 @@ class Evaluator:
                 view.judgements,
                 view.routes,
                 inputs,
-                view.clients,
+                clients=view.clients,
             )
             previous_forecasts = ()
             if kept and view.same_zone_loss and old is not None:

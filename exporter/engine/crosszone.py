@@ -106,8 +106,7 @@ def _crossing(endpoints: Sequence[Endpoint], zone: str) -> float | None:
 
 def cross_zone(view: RoutingView, given: Given, clients: Clients) -> CrossZone | None:
     """The expected shares under `view`; None when no client has a share."""
-    by_zone = view.by_zone
-    if not by_zone:
+    if not view.by_zone:
         return None
     located = {endpoint.zone for endpoint in given.usable if endpoint.zone}
     exceptions: dict[str, list[tuple[str, Routing]]] = {}
@@ -117,36 +116,8 @@ def cross_zone(view: RoutingView, given: Given, clients: Clients) -> CrossZone |
             exceptions.setdefault(zone, []).append((node, routing))
     zones: dict[str, Share] = {}
     weights: dict[str, float] = {}
-    for zone, zone_nodes in clients.by_zone.items():
-        zone_routing = by_zone.get(zone)
-        if zone_routing is None:
-            continue
-        weighted = weight = 0.0
-        excepted = exceptions.get(zone, [])
-        rest = clients.zone_weight[zone]
-        for node, routing in excepted:
-            node_weight = clients.weight[node]
-            rest -= node_weight
-            share = _crossing(given.endpoints(routing, zone, node), zone)
-            if share is not None:
-                weighted += node_weight * share
-                weight += node_weight
-        shared = zone_routing.routing
-        if shared in _PER_NODE:
-            # Bounded by the endpoints: a zone-wide node routing means each node has its own.
-            skip = {node for node, _ in excepted}
-            for node in zone_nodes:
-                if node not in skip:
-                    share = _crossing(given.endpoints(shared, zone, node), zone)
-                    if share is not None:
-                        weighted += clients.weight[node] * share
-                        weight += clients.weight[node]
-        elif len(excepted) < len(zone_nodes):
-            # Some client follows the zone's routing (weights are positive: rest > 0).
-            share = _crossing(given.endpoints(shared, zone, None), zone)
-            if share is not None:
-                weighted += rest * share
-                weight += rest
+    for zone in clients.by_zone:
+        weighted, weight = _zone_sums(view, given, clients, zone, exceptions.get(zone, []))
         if weight > 0:
             zones[zone] = Share(min(1.0, weighted / weight), 0.0 if zone in located else 1.0)
             weights[zone] = weight
@@ -158,6 +129,43 @@ def cross_zone(view: RoutingView, given: Given, clients: Clients) -> CrossZone |
         sum(weights[z] * share.floor for z, share in zones.items()) / total,
     )
     return CrossZone(overall, MappingProxyType(zones))
+
+
+def _zone_sums(
+    view: RoutingView,
+    given: Given,
+    clients: Clients,
+    zone: str,
+    excepted: list[tuple[str, Routing]],
+) -> tuple[float, float]:
+    """(sum of weight x share, sum of weight) over the zone's clients that have a share."""
+    zone_routing = view.by_zone.get(zone)
+    if zone_routing is None:
+        return 0.0, 0.0
+    weighted = weight = 0.0
+    rest = clients.zone_weight[zone]
+
+    def add(node_weight: float, endpoints: Sequence[Endpoint]) -> None:
+        nonlocal weighted, weight
+        share = _crossing(endpoints, zone)
+        if share is not None:
+            weighted += node_weight * share
+            weight += node_weight
+
+    for node, routing in excepted:
+        rest -= clients.weight[node]
+        add(clients.weight[node], given.endpoints(routing, zone, node))
+    shared = zone_routing.routing
+    if shared in _PER_NODE:
+        # Bounded by the endpoints: a zone-wide node routing means each node has its own.
+        skip = {node for node, _ in excepted}
+        for node in clients.by_zone[zone]:
+            if node not in skip:
+                add(clients.weight[node], given.endpoints(shared, zone, node))
+    elif len(excepted) < len(clients.by_zone[zone]):
+        # Some client follows the zone's routing (weights are positive: rest > 0).
+        add(rest, given.endpoints(shared, zone, None))
+    return weighted, weight
 
 
 def cross_zones(

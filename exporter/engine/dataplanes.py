@@ -29,12 +29,12 @@ from exporter.engine.routing import (
     RoutingView,
     ServiceEndpoints,
     ZoneRouting,
+    first_per_address,
     hints_annotation_asks,
     local_policy_view,
     located_counts,
     node_local,
     node_names,
-    first_per_address,
     routing_view,
     topology_mode_is_auto,
     uniform,
@@ -463,8 +463,10 @@ class Given:
         if routing is Routing.LOCAL:
             return self._on_node().get(node or "", _NO_ENDPOINTS)
         if routing is Routing.SAME_NODE:
-            nodes = self._on_node() if self._entry.same_node is NodeSet.ON_NODE else (
-                self._node_hinted()
+            nodes = (
+                self._on_node()
+                if self._entry.same_node is NodeSet.ON_NODE
+                else (self._node_hinted())
             )
             return nodes.get(node or "", _NO_ENDPOINTS)
         if routing is Routing.MIXED and self._entry.mixed is not None:

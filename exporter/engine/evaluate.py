@@ -489,7 +489,7 @@ def rejudged(
     )
 
 
-def evaluate_service(
+def evaluate_service(  # noqa: PLR0913 - the node view's shared values, passed in
     service: Service,
     slices: Sequence[EndpointSlice],
     capacity: ClusterCapacity,
@@ -498,6 +498,7 @@ def evaluate_service(
     judgements: Judgements | None = None,
     routes: KubeProxyRoutes | None = None,
     inputs: Sequence[EntryInputs] | None = None,
+    *,
     clients: Clients = NO_CLIENTS,
 ) -> tuple[ServiceVerdict, ...]:
     """One verdict per address type among the Service's slices, sorted by address type.

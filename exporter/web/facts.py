@@ -20,9 +20,11 @@ from exporter.engine import (
 from exporter.engine.allocation import OVERLOAD_LIMIT, refusal_reason
 from exporter.explain import (
     _MODE_TEXT,
+    AVOIDABLE_WORTH_SAYING,
     TABLE_COLUMNS,
     ExplainOptions,
     advisor_range,
+    cross_zone_text,
     drift_texts,
     event_text,
     load_warnings,
@@ -32,6 +34,7 @@ from exporter.explain import (
     percent,
     suggestion,
     table_rows,
+    whole_percent,
     why_text,
     zone_name,
 )
@@ -137,6 +140,47 @@ class ZoneTable:
 
 
 @dataclass(frozen=True, slots=True)
+class CrossZoneRow:
+    """One data plane's expected cross-zone share (behaviour §13), in explain's words."""
+
+    dataplane: str
+    text: str
+    # "" when no client is given an endpoint.
+    effective: str
+    floor: str
+    avoidable: str
+    worth_saying: bool
+    # "zone 50%" per client zone.
+    zones: str
+
+
+def cross_zone_rows(verdict: ServiceVerdict) -> tuple[CrossZoneRow, ...]:
+    rows = []
+    for dataplane, figures in verdict.cross_zone.items():
+        if figures is None:
+            text = cross_zone_text(None)
+            rows.append(
+                CrossZoneRow(str(dataplane), text, "", "", "", worth_saying=False, zones="")
+            )
+            continue
+        rows.append(
+            CrossZoneRow(
+                str(dataplane),
+                cross_zone_text(figures),
+                whole_percent(figures.effective),
+                whole_percent(figures.floor),
+                whole_percent(figures.avoidable),
+                figures.avoidable >= AVOIDABLE_WORTH_SAYING,
+                ", ".join(
+                    f"{zone} {whole_percent(zone_share.effective)}"
+                    for zone, zone_share in figures.zones.items()
+                ),
+            )
+        )
+    return tuple(rows)
+
+
+@dataclass(frozen=True, slots=True)
 class ServiceFacts:
     verdict: ServiceVerdict
     mechanism: str
@@ -154,6 +198,8 @@ class ServiceFacts:
     # None unless the mechanism is `auto`; empty while node info is insufficient.
     advisor: tuple[AdvisorStep, ...] | None
     suggestion: str | None
+    # Per data plane; empty where no routing applies.
+    cross_zone: tuple[CrossZoneRow, ...] = ()
 
 
 def completeness_words(verdict: ServiceVerdict) -> tuple[str, str | None]:
@@ -236,6 +282,7 @@ def service_facts(evaluation: Evaluation, verdict: ServiceVerdict) -> ServiceFac
         ),
         advisor=advisor_steps(capacity, verdict) if auto else None,
         suggestion=suggestion(capacity, verdict).text if auto and capacity.sufficient else None,
+        cross_zone=cross_zone_rows(verdict),
     )
 
 

@@ -66,7 +66,7 @@ def _nginx_union(svc: Service, slices: list[EndpointSlice], zone: str) -> list[E
     return _unique(kept)
 
 
-def _given(
+def _given(  # noqa: PLR0911 - the section's list, one return per routing
     dataplane: DataPlane,
     svc: Service,
     slices: list[EndpointSlice],
@@ -173,7 +173,7 @@ def _figures(
     verdict = evaluate(nodes, [svc], slices, (dataplane,)).services[0]
     field = cross_zone_field(verdict)
     assert field is not None
-    figures = field[str(dataplane)]
+    figures: dict[str, Any] | None = field[str(dataplane)]
     _close(figures, reference(verdict, dataplane, nodes, slices), "reference")
     return figures
 
@@ -264,9 +264,7 @@ def test_local_policy_endpoint_without_zone_counts_as_crossing() -> None:
 
 def test_cilium_1_18_0_mixed_uses_s_and_no_endpoints_has_no_share() -> None:
     slices = [endpoint_slice(endpoint("a", hints=("a",)), endpoint("b"))]
-    figures = _figures(
-        service(traffic_distribution="PreferClose"), slices, DataPlane.CILIUM_1_18_0
-    )
+    figures = _figures(service(traffic_distribution="PreferClose"), slices, DataPlane.CILIUM_1_18_0)
     # a: mixed over S = both: 1/2. b, c: cluster over both: 1/2 and 1.
     assert figures is not None
     assert figures["zones"]["a"] == {"effective": 0.5, "floor": 0.0}
@@ -296,7 +294,7 @@ def test_ingress_nginx_mixed_is_the_union_of_the_slices() -> None:
 
 
 def test_calico_cluster_without_ready_endpoints_uses_terminating_ones() -> None:
-    terminating = Endpoint("10.9.0.1", False, "a", "a-1", terminating=True)
+    terminating = Endpoint("10.9.0.1", ready=False, zone="a", node_name="a-1", terminating=True)
     slices = [endpoint_slice(terminating)]
     assert _figures(service(), slices, DataPlane.KUBE_PROXY) is None
     figures = _figures(service(), slices, DataPlane.CALICO_EBPF)
@@ -319,9 +317,9 @@ def test_clients_need_a_zone_and_cpu_and_are_weighted_by_cpu() -> None:
 
 
 def test_no_routing_makes_the_whole_field_null() -> None:
-    verdict = evaluate(
-        NODES, [service(cluster_ip="None")], _hinted_ab(), EVERY_DATAPLANE
-    ).services[0]
+    verdict = evaluate(NODES, [service(cluster_ip="None")], _hinted_ab(), EVERY_DATAPLANE).services[
+        0
+    ]
     assert cross_zone_field(verdict) is None
 
 
@@ -388,6 +386,4 @@ VECTORS = sorted(CONFORMANCE_DIR.glob("*.snapshot.json"))
 @pytest.mark.parametrize("snapshot", VECTORS, ids=lambda path: path.name.split(".")[0])
 def test_public_vectors_agree_with_the_reference(snapshot: Path) -> None:
     loaded = load_snapshot(str(snapshot))
-    check_against_reference(
-        list(loaded.nodes), list(loaded.services), list(loaded.endpoint_slices)
-    )
+    check_against_reference(list(loaded.nodes), list(loaded.services), list(loaded.endpoint_slices))

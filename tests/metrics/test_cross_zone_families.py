@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from typing import Any
 
 from exporter.engine import DataPlane
 from exporter.metrics.families import (
@@ -19,7 +20,7 @@ DEMO = EXAMPLES_DIR / "demo-cluster.json"
 CHECKOUT = {"namespace": "payments", "service": "checkout", "address_type": "IPv4"}
 
 
-def _evaluated(dataplanes: str) -> dict[tuple[str, str], dict[str, object]]:
+def _evaluated(dataplanes: str) -> dict[tuple[str, str], Any]:
     completed = subprocess.run(
         [*exporter_command(), "evaluate", "--snapshot", str(DEMO), "--dataplane", dataplanes],
         capture_output=True,
@@ -64,9 +65,12 @@ def test_series_carry_what_evaluate_prints(serve_snapshot: ServeSnapshot) -> Non
             }
             assert zones == {zone: share["effective"] for zone, share in figures["zones"].items()}
     # checkout under istio: PreferClose and endpoints in every zone keep it in its zone.
-    assert metrics.value(
-        SERVICE_CROSS_ZONE_RATIO.name, **CHECKOUT, dataplane="istio", scenario="effective"
-    ) == 0.0
+    assert (
+        metrics.value(
+            SERVICE_CROSS_ZONE_RATIO.name, **CHECKOUT, dataplane="istio", scenario="effective"
+        )
+        == 0.0
+    )
 
 
 def test_price_only_when_given(serve_snapshot: ServeSnapshot) -> None:
