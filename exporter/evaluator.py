@@ -32,7 +32,7 @@ from exporter.engine import (
     cluster_capacity,
     evaluate_service,
 )
-from exporter.engine.crosszone import NO_CLIENTS, Clients
+from exporter.engine.crosszone import NO_CLIENTS, Clients, CrossZones
 from exporter.engine.evaluate import (
     EntryInputs,
     Judgements,
@@ -154,7 +154,7 @@ class _NodeView:
     zone_loss_views: tuple[ZoneLossView, ...]
     judgements: Judgements
     routes: KubeProxyRoutes
-    clients: Clients
+    cross_zones: CrossZones
     # The zone-loss views remove the same nodes as the previous view's (only Ready nodes
     # or capacity moved): forecasts re-decide from what they counted on unchanged slices.
     same_zone_loss: bool
@@ -198,6 +198,8 @@ class Evaluator:
         self._judgements = Judgements(self._state.capacity)
         # kube-proxy's routings over the published Ready nodes, shared likewise.
         self._routes = KubeProxyRoutes(self._state.nodes)
+        # Cross-zone shares of the published clients, shared by shape.
+        self._cross_zones = CrossZones(self._state.clients)
         # Which node is in which zone: zone-loss views also depend on not-Ready nodes.
         self._zone_membership: frozenset[tuple[str, str]] = frozenset()
         self._zone_loss_skipped = 0
@@ -276,7 +278,7 @@ class Evaluator:
             feasibility=view.feasibility,
             zone_loss_views=view.zone_loss_views,
             zone_loss_skipped=self._zone_loss_skipped,
-            clients=view.clients,
+            clients=view.cross_zones.clients,
             changed=frozenset(changed),
         )
 
@@ -311,6 +313,8 @@ class Evaluator:
             self._judgements = Judgements(capacity)
         if ready is not self._routes.nodes:
             self._routes = KubeProxyRoutes(ready)
+        if clients is not self._cross_zones.clients:
+            self._cross_zones = CrossZones(clients)
         view = _NodeView(
             capacity,
             ready,
@@ -318,7 +322,7 @@ class Evaluator:
             views,
             self._judgements,
             self._routes,
-            clients,
+            self._cross_zones,
             same_zone_loss,
         )
         return view, moved
@@ -357,12 +361,12 @@ class Evaluator:
         inputs: tuple[EntryInputs, ...] = ()
         if rejudge and old is not None:
             prepared = self._prepared.get(key)
-            reweigh = view.clients is not self._state.clients
+            reweigh = view.cross_zones.clients is not self._state.clients
             verdicts = tuple(
                 rejudged(
                     verdict,
                     view.judgements,
-                    (entry, view.clients) if reweigh and entry is not None else None,
+                    (entry, view.cross_zones) if reweigh and entry is not None else None,
                 )
                 for verdict, entry in zip(
                     old.verdicts, _entries_of(prepared, old.verdicts), strict=True
@@ -380,7 +384,7 @@ class Evaluator:
                 view.judgements,
                 view.routes,
                 inputs,
-                clients=view.clients,
+                cross_zones=view.cross_zones,
             )
             previous_forecasts = ()
             if kept and view.same_zone_loss and old is not None:

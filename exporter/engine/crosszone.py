@@ -168,18 +168,86 @@ def _zone_sums(
     return weighted, weight
 
 
+# A memo holds at most this many shapes; past it, it starts again (churn, not real shapes).
+MEMO_LIMIT = 100_000
+_ZoneProfile = tuple[tuple[tuple[str, tuple[str, ...]], int], ...]
+
+
+def _profile(usable: Sequence[Endpoint]) -> _ZoneProfile:
+    """R as zone-wide routings read it: how many endpoints per (zone, zone hints).
+
+    No zone and an empty zone are alike here: neither is any client's zone.
+    """
+    counts: dict[tuple[str, tuple[str, ...]], int] = {}
+    for endpoint in usable:
+        key = (endpoint.zone or "", endpoint.zone_hints)
+        counts[key] = counts.get(key, 0) + 1
+    return tuple(sorted(counts.items()))
+
+
+class CrossZones:
+    """The cross-zone shares of one set of clients, memoised per shape.
+
+    Where every client of a zone gets its zone's routing (no node exception, no per-node
+    or `mixed` routing), the shares depend only on the data plane's same-zone reading, the
+    routing of each zone, and how many endpoints of R run in each zone with which zone
+    hints: Services of one shape share one computed (and one held) result. Like
+    evaluate.Judgements, the memo is a value that lives as long as its clients.
+    """
+
+    __slots__ = ("_clients", "_memo", "computed")
+
+    def __init__(self, clients: Clients) -> None:
+        self._clients = clients
+        self._memo: dict[object, CrossZone | None] = {}
+        # How many shares were computed (not served from the memo): what tests count.
+        self.computed = 0
+
+    @property
+    def clients(self) -> Clients:
+        return self._clients
+
+    def of(
+        self, routing: Mapping[DataPlane, RoutingView], endpoints: ServiceEndpoints
+    ) -> Mapping[DataPlane, CrossZone | None]:
+        """Per data plane of `routing`; empty when no routing applies (section 10)."""
+        if not routing or not all(view.applies for view in routing.values()):
+            return _NOTHING
+        return MappingProxyType(
+            {
+                dataplane: self._one(dataplane, view, endpoints)
+                for dataplane, view in routing.items()
+            }
+        )
+
+    def _one(
+        self, dataplane: DataPlane, view: RoutingView, endpoints: ServiceEndpoints
+    ) -> CrossZone | None:
+        given = Given(dataplane, endpoints)
+        routings = tuple(zone_routing.routing for zone_routing in view.by_zone.values())
+        if view.by_node or not _ZONE_WIDE.issuperset(routings):
+            self.computed += 1
+            return cross_zone(view, given, self._clients)
+        key = (given.same_zone, tuple(view.by_zone), routings, _profile(given.usable))
+        try:
+            return self._memo[key]
+        except KeyError:
+            pass
+        if len(self._memo) >= MEMO_LIMIT:
+            self._memo.clear()
+        self.computed += 1
+        figures = self._memo[key] = cross_zone(view, given, self._clients)
+        return figures
+
+
+# Routings whose endpoint set is the same for every client of a zone, from R alone.
+_ZONE_WIDE = frozenset({Routing.CLUSTER, Routing.SAME_ZONE, Routing.NO_ENDPOINTS})
+_NOTHING: Mapping[DataPlane, CrossZone | None] = MappingProxyType({})
+NO_CROSS_ZONES = CrossZones(NO_CLIENTS)
+
+
 def cross_zones(
     routing: Mapping[DataPlane, RoutingView], endpoints: ServiceEndpoints, clients: Clients
 ) -> Mapping[DataPlane, CrossZone | None]:
-    """Per data plane of `routing`; empty when no routing applies (section 10)."""
-    if not routing or not all(view.applies for view in routing.values()):
-        return _NOTHING
-    return MappingProxyType(
-        {
-            dataplane: cross_zone(view, Given(dataplane, endpoints), clients)
-            for dataplane, view in routing.items()
-        }
-    )
-
-
-_NOTHING: Mapping[DataPlane, CrossZone | None] = MappingProxyType({})
+    """Per data plane of `routing`, without a memo kept between calls."""
+    return CrossZones(clients).of(routing, endpoints)

@@ -443,6 +443,10 @@ class Given:
 
     __slots__ = ("_by_node", "_by_node_hint", "_by_zone_set", "_endpoints", "_entry", "usable")
 
+    @property
+    def same_zone(self) -> ZoneSet:
+        return self._entry.same_zone
+
     def __init__(self, dataplane: DataPlane, endpoints: ServiceEndpoints) -> None:
         self._entry = DATA_PLANES[dataplane]
         self._endpoints = endpoints

@@ -10,7 +10,13 @@ from types import MappingProxyType
 
 from exporter.engine.allocation import Allocation, NearestFeasible, allocate, nearest_feasible
 from exporter.engine.capacity import ClusterCapacity, cluster_capacity
-from exporter.engine.crosszone import NO_CLIENTS, Clients, CrossZone, cross_zones
+from exporter.engine.crosszone import (
+    NO_CLIENTS,
+    NO_CROSS_ZONES,
+    Clients,
+    CrossZone,
+    CrossZones,
+)
 from exporter.engine.dataplanes import route
 from exporter.engine.health import (
     DriftKind,
@@ -382,13 +388,13 @@ def evaluate_entry(
     dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES,
     judgements: Judgements | None = None,
     routes: KubeProxyRoutes | None = None,
-    clients: Clients = NO_CLIENTS,
+    cross_zones: CrossZones = NO_CROSS_ZONES,
 ) -> ServiceVerdict:
     """The entry's verdict under this capacity and these Ready nodes.
 
     `judgements` (made for `capacity`) and `routes` (made for `nodes`) share judgements and
-    kube-proxy routings between the entries of one node view; `clients` (of the same
-    nodes) weigh the cross-zone shares.
+    kube-proxy routings between the entries of one node view; `cross_zones` (for the
+    same nodes' clients) weighs and shares the cross-zone shares.
     """
     mechanism = inputs.mechanism
     ready = inputs.ready
@@ -439,14 +445,14 @@ def evaluate_entry(
         drift=drift,
         carries_hints=inputs.carries_hints,
         routing=MappingProxyType(routing),
-        cross_zone=cross_zones(routing, endpoints, clients),
+        cross_zone=cross_zones.of(routing, endpoints),
     )
 
 
 def rejudged(
     verdict: ServiceVerdict,
     judgements: Judgements,
-    reweighed: tuple[EntryInputs, Clients] | None = None,
+    reweighed: tuple[EntryInputs, CrossZones] | None = None,
 ) -> ServiceVerdict:
     """The verdict under `judgements`' capacity, for the same slices and Ready nodes.
 
@@ -454,7 +460,7 @@ def rejudged(
     judgement reads are in the verdict, and everything else (routing, proxy modes,
     endpoint counts) does not depend on capacity, so the slices are not read again.
     Equal to evaluating the entry afresh under the new capacity. `reweighed`: the entry's
-    inputs and the new clients, when client CPU moved (the cross-zone shares weigh it).
+    inputs and the new clients' memo, when client CPU moved (the cross-zone shares weigh it).
     """
     hinted_by_zone = {zone: figures.hinted for zone, figures in verdict.zones.items()}
     judgement = judgements.judge(
@@ -484,7 +490,7 @@ def rejudged(
         cross_zone=(
             verdict.cross_zone
             if reweighed is None
-            else cross_zones(verdict.routing, reweighed[0].endpoints, reweighed[1])
+            else reweighed[1].of(verdict.routing, reweighed[0].endpoints)
         ),
     )
 
@@ -499,7 +505,7 @@ def evaluate_service(  # noqa: PLR0913 - the node view's shared values, passed i
     routes: KubeProxyRoutes | None = None,
     inputs: Sequence[EntryInputs] | None = None,
     *,
-    clients: Clients = NO_CLIENTS,
+    cross_zones: CrossZones = NO_CROSS_ZONES,
 ) -> tuple[ServiceVerdict, ...]:
     """One verdict per address type among the Service's slices, sorted by address type.
 
@@ -514,7 +520,7 @@ def evaluate_service(  # noqa: PLR0913 - the node view's shared values, passed i
     if inputs is None:
         inputs = service_inputs(service, slices)
     return tuple(
-        evaluate_entry(entry, capacity, nodes, dataplanes, judgements, routes, clients)
+        evaluate_entry(entry, capacity, nodes, dataplanes, judgements, routes, cross_zones)
         for entry in inputs
     )
 
@@ -541,6 +547,7 @@ def evaluate(
     capacity = cluster_capacity(node_list)
     ready = ready_nodes(node_list)
     clients = Clients.of(node_list)
+    shares = CrossZones(clients)
     grouped = slices_by_service(slices)
     judgements = Judgements(capacity)
     routes = KubeProxyRoutes(ready)
@@ -556,7 +563,7 @@ def evaluate(
             dataplanes,
             judgements,
             routes,
-            clients=clients,
+            cross_zones=shares,
         )
     ]
     verdicts.sort(key=lambda verdict: verdict.key)

@@ -7,6 +7,7 @@ tested on its own). The engine computes per zone plus node exceptions.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -387,3 +388,55 @@ VECTORS = sorted(CONFORMANCE_DIR.glob("*.snapshot.json"))
 def test_public_vectors_agree_with_the_reference(snapshot: Path) -> None:
     loaded = load_snapshot(str(snapshot))
     check_against_reference(list(loaded.nodes), list(loaded.services), list(loaded.endpoint_slices))
+
+
+def test_services_of_one_shape_share_one_computation() -> None:
+    """50 Services with endpoints in the same zones, hinted alike: one computed share per
+    data plane whose routing is zone-wide, and every one equal to the reference."""
+    from exporter.engine.crosszone import Clients, CrossZones  # noqa: PLC0415
+    from exporter.engine.evaluate import evaluate_service  # noqa: PLC0415 - beside evaluate
+
+    names = [f"web-{index}" for index in range(50)]
+    services = [service(name, mode="Auto") for name in names]
+    slices = [
+        endpoint_slice(
+            endpoint("a", hints=("a",)),
+            endpoint("b", hints=("b",)),
+            endpoint("b", hints=("a",)),
+            service=name,
+        )
+        for name in names
+    ]
+    shares = CrossZones(Clients.of(NODES))
+    evaluation = evaluate(NODES, services, slices, EVERY_DATAPLANE)
+    for svc, own in zip(services, slices, strict=True):
+        evaluate_service(
+            svc, [own], evaluation.capacity, evaluation.nodes, EVERY_DATAPLANE, cross_zones=shares
+        )
+    # Every routing here is zone-wide (no node exception, no `mixed`): one shape per plane.
+    assert shares.computed <= len(EVERY_DATAPLANE)
+    assert check_against_reference(NODES, services, slices) == 50
+
+
+@settings(max_examples=100, deadline=None)
+@given(first=clusters(), second=clusters())
+def test_one_evaluation_of_several_services_agrees_with_the_reference(
+    first: tuple[list[Node], list[Service], list[EndpointSlice]],
+    second: tuple[list[Node], list[Service], list[EndpointSlice]],
+) -> None:
+    """Entries of one evaluation share the memo: each still gets its own answer."""
+    nodes, (svc,), slices = first
+    _, (other,), other_slices = second
+    other = replace(other, name="other")
+    moved = [
+        replace(s, service_name="other", name=f"other-{i}") for i, s in enumerate(other_slices)
+    ]
+    check_against_reference(
+        nodes,
+        [svc, other, replace(svc, name="same")],
+        [
+            *slices,
+            *moved,
+            *(replace(s, service_name="same", name=f"same-{i}") for i, s in enumerate(slices)),
+        ],
+    )
