@@ -174,7 +174,8 @@ class RawEvent(msgspec.Struct, gc=False):
     metadata: _EventObjectMeta
     involvedObject: _InvolvedObject  # noqa: N815
     reason: Name = ""
-    message: _Text = ""
+    # No message: the rules never read it, and Events of other reasons carry messages of
+    # any length (more than 64 KiB was counted as an invalid object).
     type: Name = ""
     count: _Int32 | None = None
     lastTimestamp: Name | None = None  # noqa: N815
@@ -537,6 +538,38 @@ def _unix_time(timestamp: str | None) -> float | None:
         return datetime.fromisoformat(timestamp).timestamp()
     except (ValueError, OverflowError):
         return None
+
+
+class _InvolvedKind(msgspec.Struct, gc=False):
+    kind: str = ""
+
+
+class _EventRelevance(msgspec.Struct, gc=False):
+    # Unbounded: the strings are compared and dropped; the bounds are RawEvent's.
+    reason: str = ""
+    involvedObject: _InvolvedKind | None = None  # noqa: N815
+
+
+_EVENT_RELEVANCE = JsonDecoder(_EventRelevance)
+
+
+def is_controller_event_json(data: bytes | msgspec.Raw) -> bool:
+    """Whether an Event's JSON is a hint event on a Service, however invalid the rest is.
+
+    For an Event that fails to decode as a RawEvent: one of another reason is none of the
+    exporter's business and is skipped silently; only the events it reads can be invalid.
+    Undecodable JSON counts as relevant (nothing says otherwise).
+    """
+    try:
+        event = _EVENT_RELEVANCE.decode(data)
+    except msgspec.DecodeError:
+        return True
+    involved = event.involvedObject
+    return (
+        involved is not None
+        and involved.kind == "Service"
+        and event.reason in CONTROLLER_EVENT_REASONS
+    )
 
 
 def controller_event_from_raw(raw: RawEvent) -> ControllerEvent | None:

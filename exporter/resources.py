@@ -34,8 +34,8 @@ EVENT_TYPE_LABELS: tuple[EventTypeLabel, ...] = (*WATCH_EVENT_TYPES, "other")
 
 # Why a watch was opened again: the server ended it; its resourceVersion expired (410); a
 # request failed; RBAC forbids it (403); the server asked the client to slow down (429 or
-# 503 with Retry-After).
-RestartCause = Literal["closed", "expired", "error", "forbidden", "throttled"]
+# 503 with Retry-After); it stalled (no event and no bookmark for a while).
+RestartCause = Literal["closed", "expired", "error", "forbidden", "throttled", "stalled"]
 RESTART_CAUSES: tuple[RestartCause, ...] = get_args(RestartCause)
 
 

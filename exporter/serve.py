@@ -439,6 +439,12 @@ def describe_problem(resource: str, problem: str, down_since: dict[str, float], 
     elif status == 401:
         what = "the API server does not accept the exporter's credentials (401 Unauthorized)"
         check = "check the service account token, or the user of the kubeconfig in use"
+    elif problem.startswith("stalled"):
+        what = "its watch went silent: no event and no bookmark from the API server in time"
+        check = (
+            "the watch was restarted; check proxies or load balancers between the exporter "
+            "and the API server that hold connections open without passing data"
+        )
     elif status == 429 or problem.startswith("throttled"):
         what = "the API server asks the exporter to slow down (429 Too Many Requests)"
         check = "the exporter retries as told; check the API server's load and priority levels"

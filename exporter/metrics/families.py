@@ -935,7 +935,8 @@ WATCH_RESTARTS_TOTAL = _declare(
     COUNTER,
     Scope.EXPORTER,
     "Watch restarts by cause: closed (normal end), expired (410 Gone, full relist), "
-    "error, forbidden, throttled (429 or 503 with Retry-After).",
+    "error, forbidden, throttled (429 or 503 with Retry-After), stalled (no event and no "
+    "bookmark for 150 s).",
     labels=("resource", "cause"),
 )
 WATCH_EVENTS_TOTAL = _declare(

@@ -13,6 +13,7 @@ from exporter.decode import (
     RawService,
     controller_event_from_raw,
     endpoint_slice_from_raw,
+    is_controller_event_json,
     node_from_raw,
     service_from_raw,
 )
@@ -46,6 +47,7 @@ EVENTS: ResourceSpec[RawEvent, ControllerEvent] = ResourceSpec(
     controller_event_from_raw,
     field_selector="involvedObject.kind=Service",
     required=Resource.EVENTS not in OPTIONAL_RESOURCES,
+    relevant=is_controller_event_json,
 )
 
 

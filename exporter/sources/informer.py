@@ -1,5 +1,10 @@
 """List, then watch, one resource; relist on 410 Gone; back off on errors; stop cleanly.
 
+One loop (`Informer.run`): LIST (paginated) when there is no resourceVersion to resume
+from, then WATCH from it until the server ends the watch or it fails; each pass of the
+loop is one watch request. What ends a watch decides the next pass: resume from the last
+resourceVersion seen, or list again (410 Gone, or repeated failures from the same one).
+
 The watch stream's lines are read and decoded here rather than through
 `kubernetes.watch.Watch`: with `deserialize=False` it raises `KeyError: 'raw_object'` on
 an ERROR event (kubernetes 37.0.2), which is exactly the 410 Gone that must trigger a
@@ -9,8 +14,10 @@ relist.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import random
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -32,7 +39,7 @@ from exporter.decode import (
     decode_json,
 )
 from exporter.resources import EventTypeLabel, Resource, RestartCause, event_type_label
-from exporter.sources.kubeapi import ApiStatusError, Timeouts
+from exporter.sources.kubeapi import ApiStatusError, Timeouts, read_body
 
 
 class _Metadata(Protocol):
@@ -59,6 +66,12 @@ HTTP_TOO_MANY_REQUESTS = 429
 HTTP_INTERNAL_SERVER_ERROR = 500
 HTTP_SERVICE_UNAVAILABLE = 503
 _READ_CHUNK = 1 << 16
+# kube-apiserver sends a BOOKMARK on a watch with allowWatchBookmarks=true about once a minute
+# (its cacher's bookmarkFrequency), so two and a half minutes without one is a stall.
+WATCH_SILENCE_SECONDS = 150.0
+# The largest watch event read. etcd refuses requests over 1.5 MiB by default, so no stored
+# object's JSON comes near this; a longer line is skipped (see `watch_lines`).
+MAX_WATCH_LINE_BYTES = 16 * 1024 * 1024
 
 logger = structlog.get_logger("exporter.informer")
 
@@ -96,6 +109,9 @@ class ResourceSpec(Generic[_Raw, _Slim]):
     field_selector: str | None = None
     # Hint metrics wait for required resources; Events are optional (RBAC often lacks them).
     required: bool = True
+    # For an object that fails to decode: whether it is one the exporter reads (None: all
+    # are). One that is not is skipped silently, neither counted nor logged as invalid.
+    relevant: Callable[[bytes | msgspec.Raw], bool] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,13 +125,35 @@ class InformerSettings:
     forbidden_retry: float = 300.0
     # A Retry-After longer than this is cut to it: a misbehaving proxy cannot park a watch.
     retry_after_max: float = 300.0
-    # Failures to resume a watch from the same resourceVersion (400, an event that cannot be
-    # decoded replayed on every resume) before listing again.
+    # Watches from the same resourceVersion that fail before any event (an error status or
+    # ERROR event of any code, an event that cannot be decoded, a stall) before listing
+    # again: whatever the server keeps answering for that resourceVersion, a LIST moves on.
     resume_attempts: int = 3
+    # No event and no bookmark for this long: the watch is stalled; it is restarted, and
+    # reported (watch_up 0, /readyz) once the server is known to send bookmarks.
+    watch_silence_seconds: float = WATCH_SILENCE_SECONDS
+    max_line_bytes: int = MAX_WATCH_LINE_BYTES
 
 
 class ExpiredError(Exception):
     """The resourceVersion or continue token is too old: list again from scratch."""
+
+
+class WatchStalledError(Exception):
+    """Nothing complete arrived on a watch for InformerSettings.watch_silence_seconds."""
+
+    def __init__(self, seconds: float, *, partial: bool) -> None:
+        where = "in the middle of an event" if partial else "between events"
+        super().__init__(f"no event or bookmark for {seconds:g} s (stopped {where})")
+        # Bytes of an unfinished event were pending: a stall, whatever the server's bookmarks.
+        self.partial = partial
+
+
+@dataclass(frozen=True, slots=True)
+class OversizedLine:
+    """A watch event longer than the line limit, skipped; its size in bytes."""
+
+    size: int
 
 
 class Backoff:
@@ -168,9 +206,15 @@ class Informer(Generic[_Raw, _Slim]):
         self._logged_invalid: set[str] = set()
         # The newest resourceVersion seen, where a broken watch resumes; None: list first.
         self._resource_version: str | None = None
-        # Consecutive resumes from _resource_version that the server refused or that broke
-        # on an event before any progress; at settings.resume_attempts, list again.
+        # Consecutive watches from _resource_version that failed before any progress; at
+        # settings.resume_attempts, list again.
         self._failed_resumes = 0
+        self._backoff = Backoff(self._settings.backoff_initial, self._settings.backoff_max)
+        # The server sends bookmarks: a silent watch is then a stalled one, not a quiet one.
+        self._bookmarks_seen = False
+        # time.monotonic() of the last complete line on the current watch.
+        self._last_line = 0.0
+        self._logged_oversized = False
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -188,28 +232,32 @@ class Informer(Generic[_Raw, _Slim]):
         """List, then watch until stopped.
 
         A failed or dropped watch resumes from the last resourceVersion seen (a relist of a
-        large cluster costs far more); 410 Gone, a failed list, or a resourceVersion that
-        fails to resume `resume_attempts` times in a row (400, an undecodable event replayed
-        on every resume) lists again. Failures of the API server or the network are retried
-        with backoff, or after Retry-After; anything else is a bug and ends the thread (the
-        liveness probe reports it).
+        large cluster costs far more). 410 Gone lists again at once; so does a
+        resourceVersion whose watches fail `resume_attempts` times in a row before any event,
+        whatever the failure (a 400, a 500 or an ERROR event the server answers on every
+        resume, an undecodable event replayed each time, a stall), except those that say
+        nothing about it: a connection that fails or breaks, throttling and 403, retried as
+        they are.
+        Every failure waits a jittered, growing backoff (or Retry-After), reset only when a
+        watch makes progress: relists that keep failing are paced too. Anything else is a
+        bug and ends the thread (the liveness probe reports it).
         """
-        backoff = Backoff(self._settings.backoff_initial, self._settings.backoff_max)
         while not self._stop.is_set():
-            resuming = self._resource_version is not None
             try:
                 if self._resource_version is None:
                     self._resource_version = self._list()
                     self._failed_resumes = 0
-                    backoff.reset()
                 self._watch(self._resource_version)
-                backoff.reset()
                 if not self._stop.is_set():
                     self._metrics.watch_restart(self.spec.resource, "closed")
             except ExpiredError:
                 self._metrics.watch_restart(self.spec.resource, "expired")
                 self._log.info("resource version expired, listing again")
                 self._resource_version = None
+            except WatchStalledError as stall:
+                if self._stop.is_set():
+                    break
+                self._stalled(stall)
             except (
                 ApiStatusError,
                 urllib3.exceptions.HTTPError,
@@ -218,9 +266,20 @@ class Informer(Generic[_Raw, _Slim]):
             ) as error:
                 if self._stop.is_set():
                     break  # stop() cut the connection: not a failure
-                if resuming and _blames_resource_version(error):
+                if self._resource_version is not None and _blames_resource_version(error):
                     self._resume_failed(error)
-                self._failed(error, backoff)
+                self._failed(error)
+
+    def _stalled(self, stall: WatchStalledError) -> None:
+        if not (stall.partial or self._bookmarks_seen):
+            # A server that sends no bookmarks (watch cache disabled) is silent whenever
+            # nothing changes: reopen the watch from where it was, as after its timeout.
+            self._metrics.watch_restart(self.spec.resource, "closed")
+            return
+        self._metrics.watch_restart(self.spec.resource, "stalled")
+        self._resume_failed(stall)
+        self._report(f"stalled: {stall}", "stalled", stall)
+        self._stop.wait(self._backoff.next_delay())
 
     def _resume_failed(self, error: Exception) -> None:
         self._failed_resumes += 1
@@ -272,13 +331,20 @@ class Informer(Generic[_Raw, _Slim]):
         self._response = response
         try:
             yield response
+        except BaseException:
+            # Left unread (a stall, a deadline, an event that breaks the watch): the server may
+            # still be sending on this connection, or be stuck, so it cannot carry another
+            # request. Pooled as it was, it would look idle and be reused.
+            with contextlib.suppress(OSError, AttributeError, RuntimeError, ValueError):
+                response.close()
+            raise
         finally:
             self._response = None
             response.release_conn()
 
     def _read_all(self, query: list[tuple[str, str]]) -> bytes:
         with self._request(query, self._settings.timeouts) as response:
-            return response.read()
+            return read_body(response, self._settings.timeouts)
 
     def _decode_page(self, body: bytes) -> tuple[ListMeta, list[_Slim]]:
         try:
@@ -297,7 +363,8 @@ class Informer(Generic[_Raw, _Slim]):
         try:
             return self._object_decoder.decode(data)
         except InvalidObjectError as error:
-            self._invalid(error.name, error.problem)
+            if self.spec.relevant is None or self.spec.relevant(data):
+                self._invalid(error.name, error.problem)
             return None
 
     def _convert(self, raw: _Raw) -> _Slim | None:
@@ -326,17 +393,46 @@ class Informer(Generic[_Raw, _Slim]):
         ]
         if self.spec.field_selector:
             query.append(("fieldSelector", self.spec.field_selector))
-        timeouts = Timeouts(
-            connect=self._settings.timeouts.connect,
-            # Bookmarks arrive about once a minute; silence far longer than the server's own
-            # timeout means a stalled connection.
-            read=self._settings.watch_timeout_seconds + self._settings.timeouts.read,
-        )
+        silence = self._settings.watch_silence_seconds
+        # A socket silent that long ends the read; bytes that trickle in without completing
+        # an event are caught by _chunks.
+        timeouts = dataclasses.replace(self._settings.timeouts, read=silence)
+        splitter = LineSplitter(self._settings.max_line_bytes)
         with self._request(query, timeouts) as response:
-            for line in _lines(response):
+            self._last_line = time.monotonic()
+            try:
+                for chunk in response.stream(_READ_CHUNK, decode_content=True):
+                    self._apply(splitter.feed(chunk))
+                    if self._stop.is_set():
+                        return
+                    if splitter.pending and time.monotonic() - self._last_line > silence:
+                        # Bytes trickle in, each within the read timeout, but no event ends.
+                        raise WatchStalledError(silence, partial=True)
+            except urllib3.exceptions.ReadTimeoutError:
+                raise WatchStalledError(silence, partial=splitter.pending) from None
+            self._apply(splitter.finish())
+
+    def _apply(self, lines: list[bytes | OversizedLine]) -> None:
+        for line in lines:
+            self._last_line = time.monotonic()
+            if isinstance(line, OversizedLine):
+                self._oversized(line.size)
+            else:
                 self._handle(line)
-                if self._stop.is_set():
-                    break
+            if self._stop.is_set():
+                return
+
+    def _oversized(self, size: int) -> None:
+        """Skip the event: the object keeps its last state here until it changes or a relist."""
+        self._metrics.invalid_object(self.spec.resource)
+        if not self._logged_oversized:
+            # Once per informer: a flood of them must not flood the log.
+            self._logged_oversized = True
+            self._log.warning(
+                "skipping watch events longer than the limit",
+                bytes=size,
+                limit=self._settings.max_line_bytes,
+            )
 
     def _handle(self, line: bytes) -> None:
         event = self._event_decoder.decode(line)
@@ -349,6 +445,7 @@ class Informer(Generic[_Raw, _Slim]):
             raise ApiStatusError(status.code, status.reason, status.message)
         if event_type == "other":
             return  # counted; nothing the informer knows how to apply
+        self._bookmarks_seen |= event_type == "BOOKMARK"
         # A valid added or modified object is decoded once, metadata included; only
         # deletions, bookmarks and invalid objects need the metadata on its own.
         raw = self._decode_object(event.object) if event_type in {"ADDED", "MODIFIED"} else None
@@ -371,6 +468,7 @@ class Informer(Generic[_Raw, _Slim]):
                     )
         self._healthy()
         self._failed_resumes = 0
+        self._backoff.reset()
         if resource_version:
             self._resource_version = resource_version
 
@@ -382,18 +480,34 @@ class Informer(Generic[_Raw, _Slim]):
         self.problem = None
         self._metrics.watch_up(self.spec.resource, up=True)
 
-    def _failed(self, error: Exception, backoff: Backoff) -> None:
-        self._metrics.watch_up(self.spec.resource, up=False)
+    def _failed(self, error: Exception) -> None:
         forbidden = isinstance(error, ApiStatusError) and error.status == HTTP_FORBIDDEN
         retry_after = _retry_after(error)
         cause: RestartCause = (
             "forbidden" if forbidden else "throttled" if retry_after is not None else "error"
         )
-        self._metrics.watch_restart(self.spec.resource, cause)
-        problem = f"{cause}: {error}"
-        if problem != self.problem:
+        self._report(f"{cause}: {error}", cause, error)
+        if retry_after is not None:
+            # As the server asks; the backoff still grows, for when it stops asking.
+            asked = min(retry_after, self._settings.retry_after_max)
+            delay = max(asked, self._backoff.next_delay())
+        elif forbidden:
+            delay = self._settings.forbidden_retry
+        else:
+            delay = self._backoff.next_delay()
+        self._stop.wait(delay)
+
+    def _report(self, problem: str, cause: RestartCause, error: Exception) -> None:
+        """The problem (for /readyz), the restart counted, watch_up 0: in that order, so that
+        whoever sees watch_up 0 sees the rest too. One log line per distinct problem."""
+        previous, self.problem = self.problem, problem
+        if cause != "stalled":  # _stalled counted it
+            self._metrics.watch_restart(self.spec.resource, cause)
+        self._metrics.watch_up(self.spec.resource, up=False)
+        if problem != previous:
             # One line per distinct problem, not one per retry.
-            log = self._log.warning if self.spec.required or not forbidden else self._log.info
+            optional = not self.spec.required and cause == "forbidden"
+            log = self._log.info if optional else self._log.warning
             log(
                 "cannot list/watch resource"
                 if self.spec.required
@@ -401,15 +515,6 @@ class Informer(Generic[_Raw, _Slim]):
                 error=str(error),
                 cause=cause,
             )
-        self.problem = problem
-        if retry_after is not None:
-            # As the server asks; the backoff still grows, for when it stops asking.
-            delay = max(min(retry_after, self._settings.retry_after_max), backoff.next_delay())
-        elif forbidden:
-            delay = self._settings.forbidden_retry
-        else:
-            delay = backoff.next_delay()
-        self._stop.wait(delay)
 
 
 def _retry_after(error: Exception) -> float | None:
@@ -424,29 +529,89 @@ def _retry_after(error: Exception) -> float | None:
 
 
 def _blames_resource_version(error: Exception) -> bool:
-    """Whether retrying the same resourceVersion is likely to fail the same way.
+    """Whether a failed watch counts towards listing again (see `Informer.run`).
 
-    The server refused the request (a 4xx other than throttling and RBAC), or sent what
-    cannot be decoded: both come back on every resume. Outages and 5xx do not count, so
-    that a restarting API server does not cost a relist.
+    Whatever the server answered does, whatever its code: a 400, a 500 or an ERROR event
+    answered on every resume from one resourceVersion would otherwise wedge the watch
+    forever (client-go's reflector lists again after such errors too), and so does data
+    that cannot be decoded. What says nothing about the resourceVersion does not: a
+    connection that cannot be made or breaks (a restarting API server must not cost every
+    client a relist), throttling, and 403 (RBAC).
     """
-    if isinstance(error, msgspec.DecodeError):
-        return True
-    return (
-        isinstance(error, ApiStatusError)
-        and HTTP_BAD_REQUEST <= error.status < HTTP_INTERNAL_SERVER_ERROR
-        and error.status not in {HTTP_FORBIDDEN, HTTP_TOO_MANY_REQUESTS}
+    if isinstance(error, ApiStatusError):
+        return _retry_after(error) is None and error.status not in {
+            HTTP_FORBIDDEN,
+            HTTP_TOO_MANY_REQUESTS,
+        }
+    return not _connection_failed(error)
+
+
+def _connection_failed(error: BaseException) -> bool:
+    """The connection could not be made, or broke: the network's failure, not an answer."""
+    if isinstance(error, urllib3.exceptions.MaxRetryError):
+        return error.reason is None or _connection_failed(error.reason)
+    return isinstance(
+        error,
+        urllib3.exceptions.NewConnectionError
+        | urllib3.exceptions.ConnectTimeoutError
+        | urllib3.exceptions.ProtocolError
+        | ConnectionError,
     )
 
 
-def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
-    """Newline-delimited JSON from a chunked watch response."""
-    pending = b""
-    for chunk in response.stream(_READ_CHUNK, decode_content=True):
-        pending += chunk
-        *complete, pending = pending.split(b"\n")
-        for line in complete:
-            if line.strip():
-                yield line
-    if pending.strip():
-        yield pending
+class LineSplitter:
+    """Newline-delimited JSON from a watch's chunks, in time and memory linear in its length.
+
+    Each chunk is scanned once for newlines, and a line split over chunks is kept as its
+    pieces, joined once when its newline arrives: growing one buffer (`pending += chunk`)
+    and splitting all of it at every chunk copied and rescanned a long line once per chunk,
+    which took 25 s for a 64 MB line. A line longer than `limit` is not kept: its bytes are
+    dropped as they arrive until its newline, and it comes out as an OversizedLine.
+    Blank lines are skipped.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._parts: list[bytes] = []
+        self._size = 0  # bytes of the unfinished line so far, kept or not
+
+    @property
+    def pending(self) -> bool:
+        """Whether an unfinished line has begun."""
+        return self._size > 0
+
+    def feed(self, chunk: bytes) -> list[bytes | OversizedLine]:
+        """The lines this chunk completes."""
+        lines: list[bytes | OversizedLine] = []
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            self._size += end - start
+            if self._parts and self._size <= self._limit:
+                self._parts.append(chunk[start:end])
+                self._emit(lines, b"".join(self._parts))
+            else:
+                self._emit(lines, chunk[start:end])
+            self._parts, self._size = [], 0
+            start = end + 1
+        if start < len(chunk):
+            self._size += len(chunk) - start
+            if self._size > self._limit:
+                self._parts = []
+            else:
+                self._parts.append(chunk[start:] if start else chunk)
+        return lines
+
+    def finish(self) -> list[bytes | OversizedLine]:
+        """The last line, when the stream ends without a newline."""
+        lines: list[bytes | OversizedLine] = []
+        if self._size:
+            self._emit(lines, b"".join(self._parts))
+        self._parts, self._size = [], 0
+        return lines
+
+    def _emit(self, lines: list[bytes | OversizedLine], line: bytes) -> None:
+        # self._size is the whole line's length, even when its bytes were dropped.
+        if self._size > self._limit:
+            lines.append(OversizedLine(self._size))
+        elif line.strip():
+            lines.append(line)

@@ -7,10 +7,12 @@ cost about 20x more time and 7x more memory on a large EndpointSlice list.
 from __future__ import annotations
 
 import os
+import stat
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import urllib3
 
@@ -42,23 +44,136 @@ class ApiStatusError(Exception):
 @dataclass(frozen=True, slots=True)
 class Timeouts:
     connect: float = 10.0
+    # Each wait for bytes from the socket (urllib3's read timeout).
     read: float = 60.0
+    # The whole body of one LIST page: a server that trickles bytes, each within `read`
+    # of the last, cannot hold a list (and the readiness it gates) for longer.
+    body: float = 120.0
+
+
+class BodyDeadlineError(TimeoutError):
+    """A response body took longer than Timeouts.body to arrive."""
+
+
+_READ_CHUNK = 1 << 16
 
 
 def _retries() -> urllib3.Retry:
     """urllib3's own retries: connection failures only.
 
-    By default the pool retries a 429 or 503 with Retry-After itself, sleeping in the
-    informer's thread where stop() cannot cut the wait, and raises MaxRetryError in the end;
+    A read timeout is not retried (read=False re-raises it): the pool's default retried it
+    three times, so a LIST the server never answered was noticed after four read timeouts
+    instead of one. Nor are statuses: by default the pool retries a 429 or 503 with
+    Retry-After itself, sleeping in the informer's thread where stop() cannot cut the wait;
     the informer waits as told instead, interruptibly, and counts it.
     """
-    return urllib3.Retry(total=3, status=0, respect_retry_after_header=False)
+    return urllib3.Retry(
+        total=3, connect=3, read=False, status=0, other=0, respect_retry_after_header=False
+    )
+
+
+def read_body(response: urllib3.BaseHTTPResponse, timeouts: Timeouts) -> bytes:
+    """The whole body of a response, within timeouts.body; raises BodyDeadlineError."""
+    deadline = time.monotonic() + timeouts.body
+    parts = []
+    for chunk in response.stream(_READ_CHUNK, decode_content=True):
+        parts.append(chunk)
+        if time.monotonic() > deadline:
+            raise BodyDeadlineError(f"the response took longer than {timeouts.body:g} s")
+    return b"".join(parts)
 
 
 # What loading a broken kubeconfig raises: the client's own error, and whatever its YAML
 # parsing and dictionary walking throw on a file of the wrong shape.
 # (PyYAML's error is added where the client, which imports PyYAML itself, is loaded.)
 _CONFIG_ERRORS = (OSError, ValueError, TypeError, KeyError, AttributeError)
+
+
+# A kubeconfig, and each file it names (token, certificates, keys), must be a regular file
+# of at most this size: the client reads them whole, so a FIFO hung the command and
+# `tokenFile: /dev/zero` ended in a MemoryError. Real ones are kilobytes.
+MAX_KUBECONFIG_BYTES = 4 * 1024 * 1024
+MAX_CREDENTIAL_FILE_BYTES = 1024 * 1024
+
+
+def _in_cluster(kubeconfig: str | None, context: str | None) -> bool:
+    return kubeconfig is None and context is None and "KUBERNETES_SERVICE_HOST" in os.environ
+
+
+def _kubeconfig_paths(kubeconfig: str | None) -> list[Path]:
+    """The files the client reads, as it finds them: $KUBECONFIG is a list, missing ones skipped."""
+    spec = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+    paths = [Path(part).expanduser() for part in spec.split(os.pathsep) if part]
+    return [path for path in paths if path.exists()]
+
+
+def _check_file(path: Path, what: str, limit: int) -> None:
+    """A regular file of at most `limit` bytes, or ConfigError (never opened: a FIFO hangs)."""
+    try:
+        status = path.stat()
+    except OSError:
+        return  # the client says what is wrong with a missing or unreadable file
+    if not stat.S_ISREG(status.st_mode):
+        raise ConfigError(f"{what} {path} is not a regular file")
+    if status.st_size > limit:
+        raise ConfigError(f"{what} {path} is larger than {limit // 1024} KiB")
+
+
+_Entries = dict[str, tuple[Path, dict[str, Any]]]
+
+
+def _merge(into: _Entries, items: object, key: str, path: Path) -> None:
+    """Entries by name, the first file's winning, as in the client's merge."""
+    for item in items if isinstance(items, list) else ():
+        if isinstance(item, dict) and isinstance(name := item.get("name"), str):
+            fields = item.get(key)
+            if isinstance(fields, dict):
+                into.setdefault(name, (path, fields))
+
+
+def check_kubeconfig(kubeconfig: str | None, context: str | None) -> None:
+    """Refuse, with a ConfigError, what would hang the client or exhaust its memory.
+
+    Every kubeconfig file to be read, and the files that the chosen context's user and
+    cluster name, must be regular files of bounded size; each is checked by its status,
+    never opened. Relative paths are resolved as the client resolves them.
+    """
+    import yaml  # noqa: PLC0415
+
+    users: _Entries = {}
+    clusters: _Entries = {}
+    contexts: _Entries = {}
+    current: object = None
+    for path in _kubeconfig_paths(kubeconfig):
+        _check_file(path, "the kubeconfig", MAX_KUBECONFIG_BYTES)
+        try:
+            config = yaml.safe_load(path.read_bytes())
+        except (OSError, yaml.YAMLError, RecursionError, ValueError):
+            return  # the client reports it on its own terms
+        if isinstance(config, dict):
+            _merge(users, config.get("users"), "user", path)
+            _merge(clusters, config.get("clusters"), "cluster", path)
+            _merge(contexts, config.get("contexts"), "context", path)
+            current = config.get("current-context", current)
+    chosen = context or current
+    _, links = contexts.get(chosen, (None, {})) if isinstance(chosen, str) else (None, {})
+    user = users.get(str(links.get("user")))
+    cluster = clusters.get(str(links.get("cluster")))
+    # (the file a key is read from, the directory it is resolved in): the client resolves
+    # the user's certificate and key from the cluster's file, its token from its own.
+    named = [
+        (user, user, "tokenFile"),
+        (user, cluster, "client-certificate"),
+        (user, cluster, "client-key"),
+        (cluster, cluster, "certificate-authority"),
+    ]
+    for holder, base, key in named:
+        if holder is None or base is None:
+            continue
+        value = holder[1].get(key)
+        if isinstance(value, str) and value and f"{key}-data" not in holder[1]:
+            target = base[0].parent / Path(value).expanduser()
+            _check_file(target, key, MAX_CREDENTIAL_FILE_BYTES)
 
 
 def api_client(kubeconfig: str | None = None, context: str | None = None) -> ApiClient:
@@ -70,14 +185,21 @@ def api_client(kubeconfig: str | None = None, context: str | None = None) -> Api
     configuration = Configuration()
     configuration.retries = _retries()
     try:
-        if kubeconfig is None and context is None and "KUBERNETES_SERVICE_HOST" in os.environ:
+        if _in_cluster(kubeconfig, context):
             kubernetes.config.load_incluster_config(client_configuration=configuration)
         else:
+            check_kubeconfig(kubeconfig, context)
             kubernetes.config.load_kube_config(
                 config_file=kubeconfig, context=context, client_configuration=configuration
             )
         return ApiClient(configuration)
-    except (kubernetes.config.ConfigException, yaml.YAMLError, *_CONFIG_ERRORS) as error:
+    except (
+        ConfigError,
+        kubernetes.config.ConfigException,
+        yaml.YAMLError,
+        RecursionError,
+        *_CONFIG_ERRORS,
+    ) as error:
         where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         detail = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise ConfigError(f"cannot load cluster configuration from {where}: {detail}") from None
@@ -91,14 +213,21 @@ def default_namespace(kubeconfig: str | None = None, context: str | None = None)
     import kubernetes  # noqa: PLC0415
     import yaml  # noqa: PLC0415
 
-    if kubeconfig is None and context is None and "KUBERNETES_SERVICE_HOST" in os.environ:
+    if _in_cluster(kubeconfig, context):
         try:
             return Path(SERVICE_ACCOUNT_NAMESPACE).read_text().strip() or "default"
         except OSError:
             return "default"
     try:
+        check_kubeconfig(kubeconfig, context)
         contexts, active = kubernetes.config.list_kube_config_contexts(config_file=kubeconfig)
-    except (kubernetes.config.ConfigException, yaml.YAMLError, *_CONFIG_ERRORS):
+    except (
+        ConfigError,
+        kubernetes.config.ConfigException,
+        yaml.YAMLError,
+        RecursionError,
+        *_CONFIG_ERRORS,
+    ):
         return "default"  # the same file fails to load next, with a clear message
     chosen = next((c for c in contexts if c.get("name") == context), None) if context else active
     namespace = ((chosen or {}).get("context") or {}).get("namespace")

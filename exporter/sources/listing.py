@@ -17,7 +17,13 @@ from exporter.decode import InvalidObjectError, ListPage, object_name
 from exporter.snapshot import Snapshot
 from exporter.sources.cluster import ENDPOINT_SLICES, NODES, SERVICES
 from exporter.sources.informer import ResourceSpec
-from exporter.sources.kubeapi import ApiStatusError, KubeTransport, Timeouts, api_client
+from exporter.sources.kubeapi import (
+    ApiStatusError,
+    KubeTransport,
+    Timeouts,
+    api_client,
+    read_body,
+)
 
 HTTP_FORBIDDEN = 403
 HTTP_GONE = 410
@@ -128,7 +134,7 @@ def _read_page(
         query.append(("fieldSelector", spec.field_selector))
     response = transport.get(spec.path, query, timeouts)
     try:
-        return response.read()
+        return read_body(response, timeouts)
     finally:
         response.release_conn()
 

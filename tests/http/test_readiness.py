@@ -38,8 +38,10 @@ LEAKS = ("10.96.0.1", "443", "HTTPSConnectionPool", "Max retries", "Errno", "url
         ("error: HTTP 503 Service Unavailable: etcd leader changed", "HTTP 503"),
         ("error: HTTP 400 Bad Request: resourceVersion abc", "HTTP 400"),
         ("error: JSON is malformed: invalid character (byte 12)", "cannot be read"),
+        ("stalled: no event or bookmark for 150 s (stopped in the middle of an event)",
+         "its watch went silent"),
     ],
-    ids=["unreachable", "forbidden", "401", "429", "throttled", "503", "400", "decode"],
+    ids=["unreachable", "forbidden", "401", "429", "throttled", "503", "400", "decode", "stalled"],
 )  # fmt: skip
 def test_problems_are_told_for_people(problem: str, words: str) -> None:
     text = describe_problem("nodes", problem, {"nodes": NOW - 75}, NOW)

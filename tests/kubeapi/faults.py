@@ -1,9 +1,11 @@
 """Fault injection for the test API server: failures, throttling, 403s and stalls per resource.
 
 Public interface (thread-safe): `fail(resource, status, times)`, `throttle(resource,
-retry_after, status, times)`, `forbid(resource)`, `stall(resource, seconds)`, `clear()`;
-the HTTP handler calls `check(resource, verb, namespace)` before it serves a request, and
-the server calls `interrupt()` when it goes down (a stalled request ends at once).
+retry_after, status, times)`, `forbid(resource)`, `stall(resource, seconds, verbs)`,
+`trickle(resource, interval)`, `clear()`; the HTTP handler calls `check(resource, verb,
+namespace)` before it serves a request, `trickled(resource)` and `pause(seconds)` to send a
+LIST body slowly, and the server calls `interrupt()` when it goes down (a stalled request
+ends at once).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ class Faults:
         self._failures: dict[str, _Failure] = {}
         self._forbidden: set[str] = set()
         self._stalls: dict[str, float] = {}
+        self._trickles: dict[str, float] = {}
+        self._stalled_verbs: dict[str, tuple[str, ...]] = {}
         self._generation = 0  # bumped by interrupt(): ends stalls
         self._throttled = 0
 
@@ -55,16 +59,42 @@ class Faults:
         with self._cond:
             self._forbidden.add(resource(kind).name)
 
-    def stall(self, kind: str, seconds: float) -> None:
-        """Delay every response for a resource by `seconds` until clear() (0: no delay)."""
+    def stall(self, kind: str, seconds: float, verbs: tuple[str, ...] = ()) -> None:
+        """Delay responses for a resource by `seconds` until clear() (0: no delay).
+
+        Every request, or only those of `verbs` ("get", "list", "watch") when given.
+        """
         with self._cond:
             self._stalls[resource(kind).name] = seconds
+            self._stalled_verbs[resource(kind).name] = verbs
+
+    def trickle(self, kind: str, interval: float) -> None:
+        """LIST bodies of a resource are sent a few bytes every `interval` s until clear().
+
+        As over a congested link: each write comes well within a client's read timeout, but
+        the whole body takes as long as its size says.
+        """
+        with self._cond:
+            self._trickles[resource(kind).name] = interval
+
+    def trickled(self, served: Resource) -> float:
+        """The trickle interval of a resource's LIST bodies (0: sent at once)."""
+        with self._cond:
+            return self._trickles.get(served.name, 0.0)
+
+    def pause(self, seconds: float) -> bool:
+        """Wait `seconds`; False if the server went down meanwhile."""
+        with self._cond:
+            generation = self._generation
+            return not self._cond.wait_for(lambda: self._generation != generation, seconds)
 
     def clear(self) -> None:
         with self._cond:
             self._failures.clear()
             self._forbidden.clear()
             self._stalls.clear()
+            self._stalled_verbs.clear()
+            self._trickles.clear()
 
     def interrupt(self) -> None:
         """End every stall now (the server is going down)."""
@@ -82,6 +112,8 @@ class Faults:
         """Stall, then raise the ApiError injected for this request, if any."""
         with self._cond:
             delay = self._stalls.get(served.name, 0.0)
+            if verb not in (self._stalled_verbs.get(served.name) or (verb,)):
+                delay = 0.0
             generation = self._generation
             if delay > 0:
                 self._cond.wait_for(lambda: self._generation != generation, delay)

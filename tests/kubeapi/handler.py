@@ -31,6 +31,8 @@ from tests.kubeapi.store import (
     is_error_line,
 )
 
+_TRICKLE_BYTES = 16
+
 
 @dataclass(frozen=True)
 class Request:
@@ -223,7 +225,12 @@ class Handler(BaseHTTPRequestHandler):
             elif watch:
                 self._watch(served, namespace, query)
             else:
-                self._send(200, backend.store.list_json(served, namespace, query))
+                page = backend.store.list_json(served, namespace, query)
+                interval = backend.faults.trickled(served)
+                if interval:
+                    self._send_trickled(page, interval)
+                else:
+                    self._send(200, page)
         except ApiError as err:
             self._send(err.code, orjson.dumps(err.body()), err.headers)
         except OSError:
@@ -274,6 +281,18 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(body)
+
+    def _send_trickled(self, body: bytes, interval: float) -> None:
+        """A 200 whose body goes out a few bytes at a time (Faults.trickle)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        for start in range(0, len(body), _TRICKLE_BYTES):
+            self.wfile.write(body[start : start + _TRICKLE_BYTES])
+            if not self.backend.faults.pause(interval):
+                self.close_connection = True
+                return
 
     def _chunk(self, data: bytes) -> None:
         if data:

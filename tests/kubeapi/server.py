@@ -24,11 +24,13 @@ Three parts, each with a public interface:
 - objects: `apply(obj)`, `delete(kind, namespace, name)`, `get`, `objects(kind)`,
   `load(objs)` (no watch events), `resource_version`;
 - history and watches: `compact()`, `bookmark(resource)`, `drop_watches(resource)`,
+  `stall_watches(resource, partial)` (open watches go silent, after `partial` bytes),
   `inject_event(resource, type, obj)` (any event, even undecodable bytes, replayed on every
   resume from before it), `open_watches`, `wait_for_watches(resource, n)` (watches whose
   response has started streaming);
 - faults: `fail(resource, status, times)`, `throttle(resource, retry_after, status, times)`,
-  `forbid(resource)` (403), `stall(resource, seconds)`, `clear_faults()`, `throttled` (how
+  `forbid(resource)` (403), `stall(resource, seconds)`, `trickle(resource, interval)` (a
+  LIST body sent a few bytes at a time), `clear_faults()`, `throttled` (how
   many requests were answered with Retry-After);
 - observation: `requests` (every Request received), `clear_requests()`, `errors` (the
   server's own bugs, answered with 500).
@@ -222,6 +224,10 @@ class FakeKubeAPI:
         """Send a BOOKMARK now on every open watch of a resource that allows bookmarks."""
         self.store.bookmark(resource)
 
+    def stall_watches(self, resource: str, partial: bytes = b"") -> int:
+        """Open watches of a resource send `partial` and then nothing; see ObjectStore."""
+        return self.store.stall_watches(resource, partial)
+
     def drop_watches(self, resource: str | None = None) -> int:
         """Abruptly close open watch streams (of one resource or all); returns how many."""
         return self.store.drop_watches(resource)
@@ -260,9 +266,13 @@ class FakeKubeAPI:
         """Requests for a resource get 403 Forbidden until clear_faults()."""
         self.faults.forbid(resource)
 
-    def stall(self, resource: str, seconds: float) -> None:
-        """Delay every response for a resource by `seconds` until clear_faults() (0: no delay)."""
-        self.faults.stall(resource, seconds)
+    def stall(self, resource: str, seconds: float, verbs: tuple[str, ...] = ()) -> None:
+        """Delay responses for a resource (of `verbs` only, when given) until clear_faults()."""
+        self.faults.stall(resource, seconds, verbs)
+
+    def trickle(self, resource: str, interval: float) -> None:
+        """LIST responses of a resource come a few bytes every `interval` s until clear_faults()."""
+        self.faults.trickle(resource, interval)
 
     def clear_faults(self) -> None:
         """Forget every fail(), throttle(), forbid() and stall()."""

@@ -8,7 +8,8 @@ Public interface (thread-safe; every method takes the store's lock):
   the history, replayed to every watch that resumes from before it);
 - serving: `get_json`, `list_json` (a LIST page), `open_watch` (a `WatchStream` whose
   `next_lines` blocks until there is something to send);
-- watches: `bookmark`, `drop_watches`, `drop_all`, `open_watches`, `wait_for_watches`.
+- watches: `bookmark`, `stall_watches`, `drop_watches`, `drop_all`, `open_watches`,
+  `wait_for_watches`.
 
 Every stored object is kept as its serialized JSON bytes (orjson), so a LIST page or a watch
 event is built by joining bytes, never by re-serializing dicts.
@@ -219,6 +220,8 @@ class _Watch:
     connection: socket.socket
     dropped: bool = False
     bookmark_now: bool = False
+    # stall_watches(): these bytes are sent, then nothing more (None: not stalled).
+    stalled: bytes | None = None
     # The response headers are out: a drop from now on is seen by the client as a broken
     # stream, not as a connection closed before any answer (which urllib3 retries silently).
     streaming: bool = False
@@ -542,6 +545,15 @@ class ObjectStore:
             while True:
                 if watch.dropped:
                     return None
+                if watch.stalled is not None:
+                    if watch.stalled:
+                        partial, watch.stalled = watch.stalled, b""
+                        return [partial]
+                    # Nothing more, ever: the stream ends only with a drop or the client.
+                    if _peer_closed(watch.connection):
+                        return None
+                    self._cond.wait(_PEER_POLL)
+                    continue
                 horizon = self._horizon[served.name]
                 if watch.cursor < horizon:
                     return [_expired_line(watch.cursor, horizon)]
@@ -573,6 +585,20 @@ class ObjectStore:
             for watch in self._watches[resource(kind).name]:
                 watch.bookmark_now = True
             self._cond.notify_all()
+
+    def stall_watches(self, kind: str, partial: bytes = b"") -> int:
+        """Open watches of a resource send `partial`, then nothing, holding their connections.
+
+        As a wedged proxy or server does, in the middle of an event when `partial` is its
+        beginning: no more events and no bookmarks, until the client hangs up or the watch
+        is dropped. Watches opened later are served normally. Returns how many stalled.
+        """
+        with self._cond:
+            watches = list(self._watches[resource(kind).name])
+            for watch in watches:
+                watch.stalled = partial
+            self._cond.notify_all()
+        return len(watches)
 
     def drop_watches(self, kind: str | None = None) -> int:
         names = [resource(kind).name] if kind else list(RESOURCES)

@@ -35,8 +35,7 @@ def start_exporter(kube_api: FakeKubeAPI, kubeconfig: Path) -> StartExporter:
             listen_address="127.0.0.1:0",
             kubeconfig=str(kubeconfig),
             context="fake",
-            informer=FAST,
-            **options,  # type: ignore[arg-type]
+            **{"informer": FAST, **options},  # type: ignore[arg-type]
         )
         with running_exporter(serve_options) as exporter:
             if wait_ready:
