@@ -78,3 +78,32 @@ def test_price_only_when_given(serve_snapshot: ServeSnapshot) -> None:
         assert scrape(base_url(exporter)).value(CROSS_ZONE_PRICE_PER_GIB.name) is None
     with serve_snapshot(json.loads(DEMO.read_text()), cross_zone_price_per_gib=0.02) as exporter:
         assert scrape(base_url(exporter)).value(CROSS_ZONE_PRICE_PER_GIB.name) == 0.02
+
+
+def test_series_growth_stays_within_a_quarter_at_the_benchmark_shape() -> None:
+    """The benchmark's cluster shape, scaled down: the two families add at most 25% to the
+    exposition (issue 19's budget; 204,080 -> 236,490 at full size, +15.9%)."""
+    import msgspec  # noqa: PLC0415
+
+    from bench.cluster import ClusterSize, cluster_objects  # noqa: PLC0415
+    from exporter.evaluator import Evaluator  # noqa: PLC0415
+    from exporter.metrics.exposition import ExpositionRenderer, Format  # noqa: PLC0415
+    from exporter.snapshot import parse_snapshot  # noqa: PLC0415
+    from exporter.store import ClusterStore  # noqa: PLC0415
+
+    objects = list(cluster_objects(ClusterSize(nodes=60, services=300, endpoints=4500)))
+    snapshot = parse_snapshot("bench", msgspec.json.encode({"kind": "List", "items": objects}))
+    store = ClusterStore()
+    store.replace_nodes(snapshot.nodes)
+    store.replace_services(snapshot.services)
+    store.replace_endpoint_slices(snapshot.endpoint_slices)
+    evaluator = Evaluator(store)
+    evaluator.step()
+    body = b"".join(
+        ExpositionRenderer(lambda: evaluator.state, ready=lambda: True).render(Format.TEXT)
+    )
+    samples = [line for line in body.split(b"\n") if line and not line.startswith(b"#")]
+    names = (SERVICE_CROSS_ZONE_RATIO.name.encode(), SERVICE_ZONE_CROSS_ZONE_RATIO.name.encode())
+    added = sum(1 for line in samples if line.split(b"{", 1)[0] in names)
+    assert added > 0
+    assert added <= 0.25 * (len(samples) - added)
