@@ -366,7 +366,9 @@ class Evaluator:
                 rejudged(
                     verdict,
                     view.judgements,
-                    (entry, view.cross_zones) if reweigh and entry is not None else None,
+                    (entry, view.cross_zones, self._state.clients)
+                    if reweigh and entry is not None
+                    else None,
                 )
                 for verdict, entry in zip(
                     old.verdicts, _entries_of(prepared, old.verdicts), strict=True

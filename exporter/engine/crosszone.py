@@ -117,31 +117,44 @@ def cross_zone(view: RoutingView, given: Given, clients: Clients) -> CrossZone |
     zones: dict[str, Share] = {}
     weights: dict[str, float] = {}
     for zone in clients.by_zone:
-        weighted, weight = _zone_sums(view, given, clients, zone, exceptions.get(zone, []))
+        effective, weight = _zone_share(view, given, clients, zone, exceptions.get(zone, []))
         if weight > 0:
-            zones[zone] = Share(min(1.0, weighted / weight), 0.0 if zone in located else 1.0)
+            zones[zone] = Share(effective, 0.0 if zone in located else 1.0)
             weights[zone] = weight
     if not zones:
         return None
+    return _combined(MappingProxyType(zones), weights)
+
+
+def _combined(zones: Mapping[str, Share], weights: Mapping[str, float]) -> CrossZone:
+    """The zones' shares as one, each weighted by its clients' CPU."""
     total = sum(weights.values())
     overall = Share(
         sum(weights[z] * share.effective for z, share in zones.items()) / total,
         sum(weights[z] * share.floor for z, share in zones.items()) / total,
     )
-    return CrossZone(overall, MappingProxyType(zones))
+    return CrossZone(overall, zones)
 
 
-def _zone_sums(
+def _zone_share(
     view: RoutingView,
     given: Given,
     clients: Clients,
     zone: str,
     excepted: list[tuple[str, Routing]],
 ) -> tuple[float, float]:
-    """(sum of weight x share, sum of weight) over the zone's clients that have a share."""
+    """(effective share, weight) of the zone's clients that have a share; weight 0: none.
+
+    Where every client of the zone follows the zone's routing, the share is that set's,
+    exactly (not re-derived through the weights): re-weighing keeps it bit for bit.
+    """
     zone_routing = view.by_zone.get(zone)
     if zone_routing is None:
         return 0.0, 0.0
+    shared = zone_routing.routing
+    if not excepted and shared not in _PER_NODE:
+        share = _crossing(given.endpoints(shared, zone, None), zone)
+        return (0.0, 0.0) if share is None else (share, clients.zone_weight[zone])
     weighted = weight = 0.0
     rest = clients.zone_weight[zone]
 
@@ -155,7 +168,6 @@ def _zone_sums(
     for node, routing in excepted:
         rest -= clients.weight[node]
         add(clients.weight[node], given.endpoints(routing, zone, node))
-    shared = zone_routing.routing
     if shared in _PER_NODE:
         # Bounded by the endpoints: a zone-wide node routing means each node has its own.
         skip = {node for node, _ in excepted}
@@ -165,7 +177,7 @@ def _zone_sums(
     elif len(excepted) < len(clients.by_zone[zone]):
         # Some client follows the zone's routing (weights are positive: rest > 0).
         add(rest, given.endpoints(shared, zone, None))
-    return weighted, weight
+    return (min(1.0, weighted / weight), weight) if weight > 0 else (0.0, 0.0)
 
 
 # A memo holds at most this many shapes; past it, it starts again (churn, not real shapes).
@@ -195,11 +207,13 @@ class CrossZones:
     evaluate.Judgements, the memo is a value that lives as long as its clients.
     """
 
-    __slots__ = ("_clients", "_memo", "computed")
+    __slots__ = ("_clients", "_memo", "_reweighed", "computed")
 
     def __init__(self, clients: Clients) -> None:
         self._clients = clients
         self._memo: dict[object, CrossZone | None] = {}
+        # id(earlier figures) -> (them, re-weighed): shared like the figures themselves.
+        self._reweighed: dict[int, tuple[CrossZone, CrossZone]] = {}
         # How many shares were computed (not served from the memo): what tests count.
         self.computed = 0
 
@@ -219,6 +233,42 @@ class CrossZones:
                 for dataplane, view in routing.items()
             }
         )
+
+    def reweighed(
+        self,
+        earlier: Mapping[DataPlane, CrossZone | None],
+        routing: Mapping[DataPlane, RoutingView],
+        endpoints: ServiceEndpoints,
+        before: Clients,
+    ) -> Mapping[DataPlane, CrossZone | None]:
+        """`of(routing, endpoints)`, from the figures computed under `before`'s clients.
+
+        When only CPU moved (the same zones have clients), a zone-wide routing's zone
+        shares stand and only their weights change: recombined, not recomputed.
+        """
+        if not earlier or self._clients.by_zone.keys() != before.by_zone.keys():
+            return self.of(routing, endpoints)
+        figures: dict[DataPlane, CrossZone | None] = {}
+        for dataplane, view in routing.items():
+            old = earlier.get(dataplane)
+            if view.by_node or not _ZONE_WIDE.issuperset(
+                zone_routing.routing for zone_routing in view.by_zone.values()
+            ):
+                figures[dataplane] = self._one(dataplane, view, endpoints)
+            else:
+                figures[dataplane] = None if old is None else self._recombined(old)
+        return MappingProxyType(figures)
+
+    def _recombined(self, old: CrossZone) -> CrossZone:
+        kept = self._reweighed.get(id(old))
+        if kept is not None and kept[0] is old:
+            return kept[1]
+        if len(self._reweighed) >= MEMO_LIMIT:
+            self._reweighed.clear()
+        weight = self._clients.zone_weight
+        figures = _combined(old.zones, {zone: weight[zone] for zone in old.zones})
+        self._reweighed[id(old)] = (old, figures)
+        return figures
 
     def _one(
         self, dataplane: DataPlane, view: RoutingView, endpoints: ServiceEndpoints

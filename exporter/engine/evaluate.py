@@ -452,7 +452,7 @@ def evaluate_entry(
 def rejudged(
     verdict: ServiceVerdict,
     judgements: Judgements,
-    reweighed: tuple[EntryInputs, CrossZones] | None = None,
+    reweighed: tuple[EntryInputs, CrossZones, Clients] | None = None,
 ) -> ServiceVerdict:
     """The verdict under `judgements`' capacity, for the same slices and Ready nodes.
 
@@ -460,7 +460,8 @@ def rejudged(
     judgement reads are in the verdict, and everything else (routing, proxy modes,
     endpoint counts) does not depend on capacity, so the slices are not read again.
     Equal to evaluating the entry afresh under the new capacity. `reweighed`: the entry's
-    inputs and the new clients' memo, when client CPU moved (the cross-zone shares weigh it).
+    inputs, the new clients' memo and the earlier clients, when client CPU moved (the
+    cross-zone shares weigh it).
     """
     hinted_by_zone = {zone: figures.hinted for zone, figures in verdict.zones.items()}
     judgement = judgements.judge(
@@ -490,7 +491,9 @@ def rejudged(
         cross_zone=(
             verdict.cross_zone
             if reweighed is None
-            else reweighed[1].of(verdict.routing, reweighed[0].endpoints)
+            else reweighed[1].reweighed(
+                verdict.cross_zone, verdict.routing, reweighed[0].endpoints, reweighed[2]
+            )
         ),
     )
 
