@@ -20,12 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from exporter.metrics.monitoring import (
-    CROSS_ZONE_PRICE_PER_GIB,
-    SERVICE_CROSS_ZONE_RATIO,
-    SERVICE_ZONE_CROSS_ZONE_RATIO,
-    MonitoringConfig,
-)
+from exporter.metrics import families as f
+from exporter.metrics.monitoring import MonitoringConfig
 
 ISTIO_GROUP = "topology-hints-traffic-istio"
 LINKERD_GROUP = "topology-hints-traffic-linkerd"
@@ -216,7 +212,7 @@ def answer_rules(c: MonitoringConfig) -> list[dict[str, Any]]:
             f"clamp_min(\n  {MEASURED_SHARE}\n  - on {service}\n  {expected % 'floor'},\n  0\n)\n"
         ),
     }
-    price = f"max by {c.labels()} ({c.series(CROSS_ZONE_PRICE_PER_GIB)})"
+    price = f"max by {c.labels()} ({c.series(f.CROSS_ZONE_PRICE_PER_GIB.name)})"
     rules: list[dict[str, Any]] = [
         {"record": MEASURED_SHARE, "expr": _share(c)},
         {"record": MEASURED_ZONE_SHARE, "expr": _share(c, "zone")},
@@ -224,14 +220,14 @@ def answer_rules(c: MonitoringConfig) -> list[dict[str, Any]]:
             "record": EXPECTED_SHARE,
             "expr": (
                 f"max by {c.labels('namespace', 'service', 'scenario')} "
-                f"({c.series(SERVICE_CROSS_ZONE_RATIO)})\n"
+                f"({c.series(f.SERVICE_CROSS_ZONE_RATIO.name)})\n"
             ),
         },
         {
             "record": EXPECTED_ZONE_SHARE,
             "expr": (
                 f"max by {c.labels('namespace', 'service', 'zone')} "
-                f"({c.series(SERVICE_ZONE_CROSS_ZONE_RATIO)})\n"
+                f"({c.series(f.SERVICE_ZONE_CROSS_ZONE_RATIO.name)})\n"
             ),
         },
     ]

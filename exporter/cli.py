@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import math
 import re
 import sys
 from collections.abc import Sequence
@@ -403,6 +404,12 @@ def _add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentPars
     )
     _add_dataplane_argument(scope)
     _add_profile_arguments(serve)
+    scope.add_argument(
+        "--cross-zone-price-per-gib",
+        metavar="PRICE",
+        help="price of one GiB of cross-zone traffic (e.g. 0.01), exported as "
+        "topology_hints_cross_zone_price_per_gib for cost queries (default: not exported)",
+    )
     logs = serve.add_argument_group("logging")
     logs.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
     logs.add_argument(
@@ -458,6 +465,7 @@ def _serve_options(args: argparse.Namespace) -> ServeOptions:
     if not 0 <= shard < args.total_shards:
         raise CommandError(f"shard {shard} is outside 0..{args.total_shards - 1}")
     profile_flags = parse_profile_flags(args)
+    price = _price(args.cross_zone_price_per_gib)
     return ServeOptions(
         listen_address=args.listen_address,
         snapshot=args.snapshot,
@@ -482,7 +490,23 @@ def _serve_options(args: argparse.Namespace) -> ServeOptions:
         detect_dataplanes=AUTO_DATAPLANE in _dataplane_ids(args.dataplane),
         informer=InformerSettings(use_apiserver_cache=args.use_apiserver_cache),
         profile_flags=profile_flags,
+        cross_zone_price_per_gib=price,
     )
+
+
+def _price(value: str | None) -> float | None:
+    """--cross-zone-price-per-gib: a finite number, 0 or more; None when not given."""
+    if value is None:
+        return None
+    try:
+        price = float(value)
+    except ValueError:
+        price = math.nan
+    if not math.isfinite(price) or price < 0:
+        raise CommandError(
+            f"--cross-zone-price-per-gib must be a number, 0 or more (e.g. 0.01), got {value!r}"
+        )
+    return price
 
 
 # `serve --dataplane auto`: detect the data planes at start (the other ids are the fallback).

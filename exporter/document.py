@@ -30,6 +30,26 @@ def routing_fields(verdict: ServiceVerdict) -> dict[str, Any]:
     }
 
 
+def cross_zone_field(verdict: ServiceVerdict) -> dict[str, Any] | None:
+    """behaviour §13: per data plane, null where no client has a share; null as a whole
+    where no routing applies."""
+    if not verdict.cross_zone:
+        return None
+    return {
+        str(dataplane): None
+        if figures is None
+        else {
+            "effective": figures.effective,
+            "floor": figures.floor,
+            "zones": {
+                zone: {"effective": share.effective, "floor": share.floor}
+                for zone, share in figures.zones.items()
+            },
+        }
+        for dataplane, figures in verdict.cross_zone.items()
+    }
+
+
 def service_document(verdict: ServiceVerdict) -> dict[str, Any]:
     nearest = verdict.nearest_feasible
     return {
@@ -62,6 +82,7 @@ def service_document(verdict: ServiceVerdict) -> dict[str, Any]:
         "drift": sorted(str(kind) for kind in verdict.drift),
         "notices": sorted(str(notice) for notice in verdict.notices),
         **routing_fields(verdict),
+        "cross_zone": cross_zone_field(verdict),
     }
 
 

@@ -32,6 +32,7 @@ from exporter.engine import (
     cluster_capacity,
     evaluate_service,
 )
+from exporter.engine.crosszone import NO_CLIENTS, Clients, CrossZones
 from exporter.engine.evaluate import (
     EntryInputs,
     Judgements,
@@ -72,6 +73,16 @@ def _kept(earlier: _V, now: _V) -> _V:
 
 def _frozen(mapping: Mapping[_K, _V]) -> Mapping[_K, _V]:
     return MappingProxyType(dict(mapping))
+
+
+def _entries_of(
+    prepared: tuple[Service, tuple[EndpointSlice, ...], tuple[EntryInputs, ...]] | None,
+    verdicts: tuple[ServiceVerdict, ...],
+) -> tuple[EntryInputs | None, ...]:
+    """The kept inputs of each verdict (both sorted by address type), None where unknown."""
+    if prepared is not None and len(prepared[2]) == len(verdicts):
+        return prepared[2]
+    return (None,) * len(verdicts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +128,8 @@ class ExporterState:
     # The zone labels of the cluster's Nodes when more than MAX_ZONE_LOSS_ZONES: no
     # zone-loss forecast is made then (and zone_loss_views is empty); 0 otherwise.
     zone_loss_skipped: int = 0
+    # behaviour §13's clients (Ready nodes with a zone and CPU) the cross-zone shares weigh.
+    clients: Clients = NO_CLIENTS
     # Services whose result was added, replaced or removed since generation - 1 (a
     # renderer that saw that generation updates only these); None when unknown.
     changed: frozenset[ServiceKey] | None = None
@@ -144,6 +157,7 @@ class _NodeView:
     zone_loss_views: tuple[ZoneLossView, ...]
     judgements: Judgements
     routes: KubeProxyRoutes
+    cross_zones: CrossZones
     # The zone-loss views remove the same nodes as the previous view's (only Ready nodes
     # or capacity moved): forecasts re-decide from what they counted on unchanged slices.
     same_zone_loss: bool
@@ -194,6 +208,8 @@ class Evaluator:
         self._routes = KubeProxyRoutes(self._state.nodes, profile.kube_proxy_behaviour)
         # The Nodes last seen: a profile change rebuilds the zone-loss views from them.
         self._nodes: tuple[Node, ...] = ()
+        # Cross-zone shares of the published clients, shared by shape.
+        self._cross_zones = CrossZones(self._state.clients)
         # Which node is in which zone: zone-loss views also depend on not-Ready nodes.
         self._zone_membership: frozenset[tuple[str, str]] = frozenset()
         self._zone_loss_skipped = 0
@@ -288,6 +304,7 @@ class Evaluator:
             feasibility=view.feasibility,
             zone_loss_views=view.zone_loss_views,
             zone_loss_skipped=self._zone_loss_skipped,
+            clients=view.cross_zones.clients,
             changed=frozenset(changed),
             profile=self._profile,
         )
@@ -299,6 +316,7 @@ class Evaluator:
         previous = self._state
         capacity, ready = previous.capacity, previous.nodes
         feasibility, views = previous.feasibility, previous.zone_loss_views
+        clients = previous.clients
         moved = _Moved.NOTHING
         same_zone_loss = True
         if nodes is not None:
@@ -308,6 +326,7 @@ class Evaluator:
             views = zone_loss_views(self._nodes, (), self._profile)
             same_zone_loss = False
         if nodes is not None:
+            clients = _kept(previous.clients, Clients.of(nodes))
             # Equal ones are kept, not replaced by a copy: verdicts, memos and families
             # refer to them, and comparing an object with itself is immediate.
             capacity = _kept(previous.capacity, cluster_capacity(nodes))
@@ -322,13 +341,25 @@ class Evaluator:
                 # Which nodes each view removes follows from zone membership alone.
                 same_zone_loss = membership == self._zone_membership
                 self._zone_membership = membership
+            elif clients is not previous.clients:
+                # Only client CPU moved (a control-plane node's, say): re-weigh, as for shares.
+                moved = _Moved.SHARES
         if capacity is not self._judgements.capacity:
             self._judgements = Judgements(capacity)
         behaviour = self._profile.kube_proxy_behaviour
         if not self._routes.serves(ready, behaviour):
             self._routes = KubeProxyRoutes(ready, behaviour)
+        if clients is not self._cross_zones.clients:
+            self._cross_zones = CrossZones(clients)
         view = _NodeView(
-            capacity, ready, feasibility, views, self._judgements, self._routes, same_zone_loss
+            capacity,
+            ready,
+            feasibility,
+            views,
+            self._judgements,
+            self._routes,
+            self._cross_zones,
+            same_zone_loss,
         )
         return view, moved
 
@@ -365,7 +396,20 @@ class Evaluator:
         same_slices: tuple[EntryForecast, ...] = ()
         inputs: tuple[EntryInputs, ...] = ()
         if rejudge and old is not None:
-            verdicts = tuple(rejudged(verdict, view.judgements) for verdict in old.verdicts)
+            prepared = self._prepared.get(key)
+            reweigh = view.cross_zones.clients is not self._state.clients
+            verdicts = tuple(
+                rejudged(
+                    verdict,
+                    view.judgements,
+                    (entry, view.cross_zones, self._state.clients)
+                    if reweigh and entry is not None
+                    else None,
+                )
+                for verdict, entry in zip(
+                    old.verdicts, _entries_of(prepared, old.verdicts), strict=True
+                )
+            )
             previous_forecasts = old.forecasts
         else:
             inputs, kept = self._prepared_inputs(key, service, slices)
@@ -379,6 +423,7 @@ class Evaluator:
                 view.routes,
                 inputs,
                 profile=self._profile,
+                cross_zones=view.cross_zones,
             )
             previous_forecasts = ()
             if kept and view.same_zone_loss and old is not None:

@@ -36,6 +36,7 @@ from exporter.engine import (
     ZoneRouting,
 )
 from exporter.engine.allocation import OVERLOAD_LIMIT, refusal_reason, zone_minimum
+from exporter.engine.crosszone import CrossZone
 from exporter.engine.mechanism import deciding_annotation
 from exporter.engine.model import ZONE_LABEL
 from exporter.engine.profile import NEWEST_MINOR, Component, Profile, Source, kube_proxy_effect
@@ -119,7 +120,8 @@ def explain_text(
     nothing: str = "No Service with EndpointSlices in this snapshot.",
 ) -> str:
     """The cluster header, then each verdict; `nothing` says why there is none."""
-    lines = cluster_lines(evaluation, options) + missing_lines(options)
+    lines = cluster_lines(evaluation, options) + avoidable_lines(evaluation, options)
+    lines += missing_lines(options)
     if not verdicts:
         lines += ["", nothing]
     for verdict in verdicts:
@@ -368,6 +370,7 @@ def service_lines(
         f"{title} ({verdict.address_type})",
         *routing_lines(evaluation.nodes, verdict, options),
         *profile_effect_lines(evaluation, verdict, options),
+        *cross_zone_lines(verdict, options),
         *prose("Mechanism", mechanism_text(verdict), options),
         field("Verdict", verdict_text(verdict, options)),
         *prose("Why", why_text(evaluation, verdict), options),
@@ -744,6 +747,82 @@ def routing_lines(nodes: ReadyNodes, verdict: ServiceVerdict, options: ExplainOp
         text, tone = routing_text(dataplane, view, nodes)
         lines += reflow(f"{dataplane}: {text}", options, tone, hang="  ")
     return fields("Effective routing", lines)
+
+
+# behaviour §13 asks every surface to say the share is a model (docs/behaviour.md says of what).
+CROSS_ZONE_MODEL = "a model: CPU-weighted clients, even spread; measured traffic may differ"
+
+
+def whole_percent(ratio: float) -> str:
+    return f"{round(ratio * 100)}%"
+
+
+def cross_zone_text(figures: CrossZone | None) -> str:
+    """One data plane's expected cross-zone share in words (explain, the status page)."""
+    if figures is None:
+        return "no client is given an endpoint: no traffic to count"
+    return (
+        f"{whole_percent(figures.effective)} of traffic expected to cross zones "
+        f"(floor {whole_percent(figures.floor)})"
+    )
+
+
+def cross_zone_lines(verdict: ServiceVerdict, options: ExplainOptions) -> list[str]:
+    """Per data plane: the share expected to cross zones and what no routing avoids."""
+    if not verdict.cross_zone:
+        return []
+    lines = []
+    for dataplane, figures in verdict.cross_zone.items():
+        tone = None if figures is None or figures.avoidable < AVOIDABLE_WORTH_SAYING else Tone.WARN
+        lines += reflow(f"{dataplane}: {cross_zone_text(figures)}", options, tone, hang="  ")
+    return fields("Cross-zone", [*lines, f"({CROSS_ZONE_MODEL})"])
+
+
+# Avoidable shares under this are rounding, not a finding worth ranking.
+AVOIDABLE_WORTH_SAYING = 0.005
+# The cluster summary names this many Services.
+AVOIDABLE_RANKED = 5
+
+
+def avoidable_ranking(
+    verdicts: Iterable[ServiceVerdict],
+) -> list[tuple[ServiceVerdict, DataPlane, CrossZone]]:
+    """Entries by avoidable cross-zone share (effective - floor), largest first, each under
+    the data plane where it is largest; only those with something to avoid."""
+    ranked = []
+    for verdict in verdicts:
+        worst = max(
+            ((dp, f) for dp, f in verdict.cross_zone.items() if f is not None),
+            key=lambda item: item[1].avoidable,
+            default=None,
+        )
+        if worst is not None and worst[1].avoidable >= AVOIDABLE_WORTH_SAYING:
+            ranked.append((verdict, *worst))
+    ranked.sort(key=lambda item: (-item[2].avoidable, item[0].key))
+    return ranked
+
+
+def avoidable_text(verdict: ServiceVerdict, dataplane: DataPlane, figures: CrossZone) -> str:
+    service = verdict.service
+    return (
+        f"{service.namespace}/{service.name} ({verdict.address_type}): "
+        f"{whole_percent(figures.avoidable)} avoidable under {dataplane} "
+        f"({whole_percent(figures.effective)} expected, floor {whole_percent(figures.floor)})"
+    )
+
+
+def avoidable_lines(evaluation: Evaluation, options: ExplainOptions) -> list[str]:
+    """The cluster summary's ranking of Services by avoidable cross-zone share."""
+    if NODES in options.missing:
+        return []
+    ranked = avoidable_ranking(evaluation.services)
+    if not ranked:
+        return []
+    texts = [avoidable_text(*item) for item in ranked[:AVOIDABLE_RANKED]]
+    if len(ranked) > AVOIDABLE_RANKED:
+        texts.append(f"and {plural(len(ranked) - AVOIDABLE_RANKED, 'more entry')}")
+    texts.append(f"({CROSS_ZONE_MODEL})")
+    return items("Avoidable share", texts, options)
 
 
 RoutingGroup = tuple[Routing, ZoneRouting | None]

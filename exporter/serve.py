@@ -81,6 +81,8 @@ class ServeOptions:
     informer: InformerSettings = field(default_factory=InformerSettings)
     # behaviour §10: the data planes whose routing the live state carries.
     dataplanes: tuple[DataPlane, ...] = DEFAULT_DATAPLANES
+    # behaviour §13: exported as topology_hints_cross_zone_price_per_gib when given.
+    cross_zone_price_per_gib: float | None = None
     # --dataplane auto: detect them from kube-system at start, `dataplanes` the fallback.
     detect_dataplanes: bool = False
     # behaviour §12: --kubernetes-version, --kube-proxy-version and --feature-gates.
@@ -155,6 +157,7 @@ class Exporter:
             resources=() if options.snapshot is not None else RESOURCES,
             dataplanes=((str(dataplane), source) for dataplane in dataplanes),
             external_url=options.external_url,
+            cross_zone_price_per_gib=options.cross_zone_price_per_gib,
         )
         self.evaluator = Evaluator(
             self.store,

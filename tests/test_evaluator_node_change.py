@@ -271,3 +271,21 @@ def test_a_re_judged_flip_is_logged_and_counted() -> None:
     assert [(line["event"], line["from"], line["to"]) for line in lines] == [
         ("expected state changed", "enabled", "disabled")
     ]
+
+
+def test_a_control_plane_cpu_change_reweighs_the_cross_zone_shares() -> None:
+    """Capacity ignores control-plane nodes but section 13's clients do not: their CPU
+    moving re-weighs every cross-zone share, as a fresh evaluator would."""
+    plane = Node("plane-0", "zone-c", Fraction(4), ready=True, control_plane=True)
+    store, evaluator = _started((*NODES, plane))
+    before = evaluator.state
+    bigger = (*NODES, replace(plane, allocatable_cpu=Fraction(64)))
+    store.replace_nodes(bigger)
+    after = evaluator.step()
+    assert after.capacity is before.capacity
+    assert _judged(after) == _judged(_fresh(bigger))
+    assert any(
+        verdict.cross_zone != old.cross_zone
+        for key, result in after.services.items()
+        for verdict, old in zip(result.verdicts, before.services[key].verdicts, strict=True)
+    )

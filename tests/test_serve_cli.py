@@ -73,10 +73,12 @@ def default_port_taken() -> Iterator[int]:
         (["--snapshot", DEMO, "--metric-allowlist", "a", "--metric-denylist", "b"], "exclusive"),
         (["--snapshot", DEMO, "--tls-cert-file", "cert.pem"], "go together"),
         (["--snapshot", DEMO, "--kubeconfig", "k"], "exclusive"),
+        (["--snapshot", DEMO, "--cross-zone-price-per-gib", "-1"], "a number, 0 or more"),
+        (["--snapshot", DEMO, "--cross-zone-price-per-gib", "nan"], "a number, 0 or more"),
     ],
     ids=[
         "kubeconfig", "no-config", "snapshot", "address", "shard", "shard-auto", "regex",
-        "allow-and-deny", "tls-half", "two-sources",
+        "allow-and-deny", "tls-half", "two-sources", "negative-price", "nan-price",
     ],
 )  # fmt: skip
 def test_bad_serve_flags_exit_2_with_one_line(args: list[str], words: str) -> None:

@@ -14,7 +14,7 @@ and its table test.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
@@ -36,6 +36,7 @@ from exporter.engine.routing import (
     RoutingView,
     ServiceEndpoints,
     ZoneRouting,
+    first_per_address,
     hints_annotation_asks,
     local_policy_view,
     located_counts,
@@ -155,6 +156,11 @@ def cilium_1_18_0(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView
     return routing_view(nodes, zone_rule)
 
 
+def cilium_1_18_0_s(ready: tuple[Endpoint, ...], zone: str) -> tuple[Endpoint, ...]:
+    """Cilium 1.18.0's S for a zone: ready endpoints with no zone hint or hinted for it."""
+    return tuple(e for e in ready if not e.zone_hints or zone in e.zone_hints)
+
+
 def cilium_no_topology(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
     """Cilium's default: enable-service-topology off, every hint ignored (issue 25283)."""
     del endpoints
@@ -177,6 +183,8 @@ class _SliceHints:
     has_ready: bool
     # Zones named by a hint of a ready endpoint of the slice.
     ready_zones: frozenset[str]
+    # The slice's ready endpoints (what its clients may be given, section 13).
+    ready: tuple[Endpoint, ...] = ()
 
     @classmethod
     def of(cls, endpoint_slice: EndpointSlice) -> _SliceHints:
@@ -187,6 +195,7 @@ class _SliceHints:
             zones=frozenset(zone for e in all_endpoints for zone in e.zone_hints),
             has_ready=bool(ready),
             ready_zones=frozenset(zone for e in ready for zone in e.zone_hints),
+            ready=tuple(ready),
         )
 
     def kept_whole(self, zone: str, *, prefer_close: bool) -> ZoneRouting | None:
@@ -221,6 +230,17 @@ def _ingress_nginx_zone(
     if filtered == 0:
         return why
     return ZoneRouting(Routing.MIXED, why.cause, why.endpoint)
+
+
+def ingress_nginx_union(endpoints: ServiceEndpoints, zone: str) -> tuple[Endpoint, ...]:
+    """The ready endpoints ingress-nginx keeps for clients of `zone`: each slice cut to the
+    zone's endpoints unless `kept_whole` says why not, then the union (first per address)."""
+    prefer_close = endpoints.service.traffic_distribution == "PreferClose"
+    kept: list[Endpoint] = []
+    for summary in (_SliceHints.of(s) for s in endpoints.slices):
+        whole = summary.kept_whole(zone, prefer_close=prefer_close) is not None
+        kept.extend(e for e in summary.ready if whole or zone in e.zone_hints)
+    return tuple(first_per_address(kept))
 
 
 def ingress_nginx(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
@@ -318,6 +338,20 @@ def calico_ebpf(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
     return routing_view(nodes, zone_rule, _same_node_on(usable.nodes))
 
 
+class ZoneSet(Enum):
+    """Which endpoints of R a `same-zone` client gets (section 13)."""
+
+    HINTED = "hinted for its zone"
+    LOCATED = "located in its zone"
+
+
+class NodeSet(Enum):
+    """Which endpoints of R a `same-node` client gets (section 13)."""
+
+    HINTED = "hinted for its node"
+    ON_NODE = "running on its node"
+
+
 @dataclass(frozen=True, slots=True)
 class DataPlaneRule:
     rule: Rule
@@ -333,6 +367,11 @@ class DataPlaneRule:
     local_terminating_fallback: bool = True
     # The endpoints the rule counts as usable (section 10's R), when not the ready ones.
     usable: Callable[[ServiceEndpoints], tuple[Endpoint, ...]] | None = None
+    # Section 13: what `same-zone` and `same-node` give a client, and the set a `mixed`
+    # routing builds for a zone (the data planes that produce it).
+    same_zone: ZoneSet = ZoneSet.HINTED
+    same_node: NodeSet = NodeSet.HINTED
+    mixed: Callable[[ServiceEndpoints, str], tuple[Endpoint, ...]] | None = None
 
 
 _HINTS_ANNOTATION = (
@@ -353,11 +392,13 @@ DATA_PLANES: Mapping[DataPlane, DataPlaneRule] = MappingProxyType(
             cilium,
             "Cilium kube-proxy replacement, enable-service-topology on, 1.18.1+",
             needs=f"{_HINTS_ANNOTATION}, or any spec.trafficDistribution",
+            same_node=NodeSet.ON_NODE,
         ),
         DataPlane.CILIUM_1_18_0: DataPlaneRule(
             cilium_1_18_0,
             "Cilium 1.18.0 kube-proxy replacement, enable-service-topology on",
             needs=f"{_HINTS_ANNOTATION}, or spec.trafficDistribution: PreferClose",
+            mixed=lambda endpoints, zone: cilium_1_18_0_s(endpoints.ready.endpoints, zone),
         ),
         DataPlane.CILIUM_NO_TOPOLOGY: DataPlaneRule(
             cilium_no_topology, "Cilium kube-proxy replacement, enable-service-topology off"
@@ -371,6 +412,7 @@ DATA_PLANES: Mapping[DataPlane, DataPlaneRule] = MappingProxyType(
             needs="the topology-mode annotation set to auto, or spec.trafficDistribution: "
             "PreferClose",
             reads_internal_traffic_policy=False,
+            mixed=ingress_nginx_union,
         ),
         DataPlane.ISTIO: DataPlaneRule(
             istio,
@@ -378,6 +420,8 @@ DATA_PLANES: Mapping[DataPlane, DataPlaneRule] = MappingProxyType(
             needs="spec.trafficDistribution or the networking.istio.io/traffic-distribution "
             "annotation (Istio never reads hints)",
             local_terminating_fallback=False,
+            same_zone=ZoneSet.LOCATED,
+            same_node=NodeSet.ON_NODE,
         ),
         DataPlane.ENVOY_GATEWAY: DataPlaneRule(
             envoy_gateway,
@@ -385,6 +429,7 @@ DATA_PLANES: Mapping[DataPlane, DataPlaneRule] = MappingProxyType(
             needs="any spec.trafficDistribution, or the topology-mode annotation set to Auto "
             "(Envoy Gateway never reads hints)",
             reads_internal_traffic_policy=False,
+            same_zone=ZoneSet.LOCATED,
         ),
         DataPlane.CALICO_EBPF: DataPlaneRule(
             calico_ebpf, "Calico eBPF data plane 3.32+", usable=calico_usable
@@ -422,3 +467,84 @@ def local_nodes(entry: DataPlaneRule, endpoints: ServiceEndpoints) -> frozenset[
     return node_local(
         usable, endpoints.unique, terminating_fallback=entry.local_terminating_fallback
     )
+
+
+def usable_endpoints(dataplane: DataPlane, endpoints: ServiceEndpoints) -> tuple[Endpoint, ...]:
+    """Section 10's R for `dataplane`: the ready endpoints unless the rule says otherwise."""
+    entry = DATA_PLANES[dataplane]
+    return entry.usable(endpoints) if entry.usable is not None else endpoints.ready.endpoints
+
+
+_NO_ENDPOINTS: tuple[Endpoint, ...] = ()
+
+
+class Given:
+    """behaviour §13: the endpoints a client gets under each routing of one data plane.
+
+    Built per (data plane, Service entry) from the rule's own declarations (`same_zone`,
+    `same_node`, `mixed`), so a rule is stated in one place. The per-node and per-zone
+    groupings are made on first use, once, and cost one pass over R.
+    """
+
+    __slots__ = ("_by_node", "_by_node_hint", "_by_zone_set", "_endpoints", "_entry", "usable")
+
+    @property
+    def same_zone(self) -> ZoneSet:
+        return self._entry.same_zone
+
+    def __init__(self, dataplane: DataPlane, endpoints: ServiceEndpoints) -> None:
+        self._entry = DATA_PLANES[dataplane]
+        self._endpoints = endpoints
+        self.usable = usable_endpoints(dataplane, endpoints)
+        self._by_node: dict[str, list[Endpoint]] | None = None
+        self._by_node_hint: dict[str, list[Endpoint]] | None = None
+        self._by_zone_set: dict[str, list[Endpoint]] | None = None
+
+    def endpoints(self, routing: Routing, zone: str, node: str | None) -> Sequence[Endpoint]:
+        """What a client on `node` in `zone` spreads its traffic over; empty for none.
+
+        `node` matters only for `same-node` and `local`; without it they give nothing.
+        """
+        if routing is Routing.CLUSTER:
+            return self.usable
+        if routing is Routing.SAME_ZONE:
+            return self._zone_sets().get(zone, _NO_ENDPOINTS)
+        if routing is Routing.LOCAL:
+            return self._on_node().get(node or "", _NO_ENDPOINTS)
+        if routing is Routing.SAME_NODE:
+            nodes = (
+                self._on_node()
+                if self._entry.same_node is NodeSet.ON_NODE
+                else (self._node_hinted())
+            )
+            return nodes.get(node or "", _NO_ENDPOINTS)
+        if routing is Routing.MIXED and self._entry.mixed is not None:
+            return self._entry.mixed(self._endpoints, zone)
+        return _NO_ENDPOINTS
+
+    def _on_node(self) -> dict[str, list[Endpoint]]:
+        if self._by_node is None:
+            self._by_node = {}
+            for endpoint in self.usable:
+                if endpoint.node_name:
+                    self._by_node.setdefault(endpoint.node_name, []).append(endpoint)
+        return self._by_node
+
+    def _node_hinted(self) -> dict[str, list[Endpoint]]:
+        if self._by_node_hint is None:
+            self._by_node_hint = {}
+            for endpoint in self.usable:
+                for node in set(endpoint.node_hints):
+                    self._by_node_hint.setdefault(node, []).append(endpoint)
+        return self._by_node_hint
+
+    def _zone_sets(self) -> dict[str, list[Endpoint]]:
+        if self._by_zone_set is None:
+            self._by_zone_set = {}
+            located = self._entry.same_zone is ZoneSet.LOCATED
+            for endpoint in self.usable:
+                zones = (endpoint.zone,) if located else set(endpoint.zone_hints)
+                for zone in zones:
+                    if zone:
+                        self._by_zone_set.setdefault(zone, []).append(endpoint)
+        return self._by_zone_set

@@ -10,6 +10,13 @@ from types import MappingProxyType
 
 from exporter.engine.allocation import Allocation, NearestFeasible, allocate, nearest_feasible
 from exporter.engine.capacity import ClusterCapacity, cluster_capacity
+from exporter.engine.crosszone import (
+    NO_CLIENTS,
+    NO_CROSS_ZONES,
+    Clients,
+    CrossZone,
+    CrossZones,
+)
 from exporter.engine.dataplanes import route
 from exporter.engine.health import (
     DriftKind,
@@ -79,6 +86,11 @@ class ServiceVerdict:
     routing: Mapping[DataPlane, RoutingView] = field(default_factory=lambda: MappingProxyType({}))
     # behaviour §12: shown and reported, never a problem.
     notices: frozenset[Notice] = frozenset()
+    # behaviour §13: expected cross-zone shares per data plane of `routing` (None: no client
+    # has a share); empty where no routing applies.
+    cross_zone: Mapping[DataPlane, CrossZone | None] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -100,6 +112,8 @@ class Evaluation:
     dataplanes: tuple[DataPlane, ...] = DEFAULT_DATAPLANES
     # behaviour §12: the Kubernetes versions and gates the verdicts were computed under.
     profile: Profile = ASSUMED
+    # behaviour §13's clients: Ready nodes with a zone and CPU, weighted by CPU.
+    clients: Clients = NO_CLIENTS
 
 
 def ready_nodes(nodes: Iterable[Node]) -> ReadyNodes:
@@ -392,12 +406,14 @@ def evaluate_entry(
     judgements: Judgements | None = None,
     routes: KubeProxyRoutes | None = None,
     profile: Profile = ASSUMED,
+    cross_zones: CrossZones = NO_CROSS_ZONES,
 ) -> ServiceVerdict:
     """The entry's verdict under this capacity and these Ready nodes.
 
     `judgements` (made for `capacity`) and `routes` (made for `nodes` and the profile's
     kube-proxy) share judgements and kube-proxy routings between the entries of one node
-    view. `profile` must be the one `inputs` were made under.
+    view; `cross_zones` (for the same nodes' clients) weighs and shares the cross-zone
+    shares. `profile` must be the one `inputs` were made under.
     """
     mechanism = inputs.mechanism
     ready = inputs.ready
@@ -451,16 +467,23 @@ def evaluate_entry(
         carries_hints=inputs.carries_hints,
         routing=MappingProxyType(routing),
         notices=inputs.notices,
+        cross_zone=cross_zones.of(routing, endpoints),
     )
 
 
-def rejudged(verdict: ServiceVerdict, judgements: Judgements) -> ServiceVerdict:
+def rejudged(
+    verdict: ServiceVerdict,
+    judgements: Judgements,
+    reweighed: tuple[EntryInputs, CrossZones, Clients] | None = None,
+) -> ServiceVerdict:
     """The verdict under `judgements`' capacity, for the same slices and Ready nodes.
 
     What a node change that moves only CPU shares asks of every entry: the counts the
     judgement reads are in the verdict, and everything else (routing, proxy modes,
     endpoint counts) does not depend on capacity, so the slices are not read again.
-    Equal to evaluating the entry afresh under the new capacity.
+    Equal to evaluating the entry afresh under the new capacity. `reweighed`: the entry's
+    inputs, the new clients' memo and the earlier clients, when client CPU moved (the
+    cross-zone shares weigh it).
     """
     hinted_by_zone = {zone: figures.hinted for zone, figures in verdict.zones.items()}
     judgement = judgements.judge(
@@ -488,6 +511,13 @@ def rejudged(verdict: ServiceVerdict, judgements: Judgements) -> ServiceVerdict:
         carries_hints=verdict.carries_hints,
         routing=verdict.routing,
         notices=verdict.notices,
+        cross_zone=(
+            verdict.cross_zone
+            if reweighed is None
+            else reweighed[1].reweighed(
+                verdict.cross_zone, verdict.routing, reweighed[0].endpoints, reweighed[2]
+            )
+        ),
     )
 
 
@@ -502,6 +532,7 @@ def evaluate_service(  # noqa: PLR0913 - the node view's shared values, passed i
     inputs: Sequence[EntryInputs] | None = None,
     *,
     profile: Profile = ASSUMED,
+    cross_zones: CrossZones = NO_CROSS_ZONES,
 ) -> tuple[ServiceVerdict, ...]:
     """One verdict per address type among the Service's slices, sorted by address type.
 
@@ -517,7 +548,7 @@ def evaluate_service(  # noqa: PLR0913 - the node view's shared values, passed i
     if inputs is None:
         inputs = service_inputs(service, slices, profile=profile)
     return tuple(
-        evaluate_entry(entry, capacity, nodes, dataplanes, judgements, routes, profile)
+        evaluate_entry(entry, capacity, nodes, dataplanes, judgements, routes, profile, cross_zones)
         for entry in inputs
     )
 
@@ -547,6 +578,8 @@ def evaluate(
     node_list = tuple(nodes)
     capacity = cluster_capacity(node_list)
     ready = ready_nodes(node_list)
+    clients = Clients.of(node_list)
+    shares = CrossZones(clients)
     grouped = slices_by_service(slices)
     judgements = Judgements(capacity)
     routes = KubeProxyRoutes(ready, profile.kube_proxy_behaviour)
@@ -563,6 +596,7 @@ def evaluate(
             judgements,
             routes,
             profile=profile,
+            cross_zones=shares,
         )
     ]
     verdicts.sort(key=lambda verdict: verdict.key)
@@ -572,4 +606,5 @@ def evaluate(
         services=tuple(verdicts),
         dataplanes=tuple(dataplanes),
         profile=profile,
+        clients=clients,
     )

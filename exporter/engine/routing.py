@@ -192,12 +192,12 @@ def _node_counts(
 
 def deduplicated(slices: Iterable[EndpointSlice]) -> list[Endpoint]:
     """Every endpoint once per address, the first copy in List order winning (section 5)."""
-    return _first_per_address(
+    return first_per_address(
         endpoint for endpoint_slice in slices for endpoint in endpoint_slice.endpoints
     )
 
 
-def _first_per_address(endpoints: Iterable[Endpoint]) -> list[Endpoint]:
+def first_per_address(endpoints: Iterable[Endpoint]) -> list[Endpoint]:
     seen: set[str] = set()
     unique: list[Endpoint] = []
     # Bound methods: this runs for every endpoint of every Service at each full evaluation.

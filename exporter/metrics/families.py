@@ -753,6 +753,51 @@ SERVICE_LOCAL_ROUTING_RATIO = _declare(
     each_entry(_local_routing_ratio, inputs=_routing_inputs),
     labels=("dataplane",),
 )
+
+# -- expected cross-zone traffic per data plane (SPEC section 13) -----------------------------
+
+CROSS_ZONE_SCENARIOS = ("effective", "floor")
+
+
+def _cross_zone_ratio(entry: ServiceEntry) -> Iterator[Sample]:
+    for dataplane, figures in entry.verdict.cross_zone.items():
+        if figures is not None:
+            yield (str(dataplane), "effective"), figures.effective
+            yield (str(dataplane), "floor"), figures.floor
+
+
+def _zone_cross_zone_ratio(entry: ServiceEntry) -> Iterator[Sample]:
+    for dataplane, figures in entry.verdict.cross_zone.items():
+        if figures is not None:
+            for zone, share in figures.zones.items():
+                yield (str(dataplane), zone), share.effective
+
+
+def _cross_zone_inputs(entry: ServiceEntry) -> object:
+    # Items in the data planes' order; the figures are values, compared with `==`.
+    return tuple(entry.verdict.cross_zone.items())
+
+
+SERVICE_CROSS_ZONE_RATIO = _declare(
+    "service_cross_zone_ratio",
+    GAUGE,
+    Scope.SERVICE_ENTRY,
+    "Share of the Service's traffic expected to cross zones under the data plane, a model "
+    "(clients weighted by allocatable CPU, spread evenly over the endpoints their routing "
+    "gives them): scenario effective is today's routing, floor what no routing can avoid "
+    "(clients whose zone has no endpoint). Absent when no client gets an endpoint.",
+    each_entry(_cross_zone_ratio, inputs=_cross_zone_inputs),
+    labels=("dataplane", "scenario"),
+)
+SERVICE_ZONE_CROSS_ZONE_RATIO = _declare(
+    "service_zone_cross_zone_ratio",
+    GAUGE,
+    Scope.SERVICE_ENTRY,
+    "Expected cross-zone share (effective) of the traffic of the zone's clients, per "
+    "client zone that has a client given an endpoint.",
+    each_entry(_zone_cross_zone_ratio, inputs=_cross_zone_inputs),
+    labels=("dataplane", "zone"),
+)
 # Set by instruments.py at start: the data planes evaluated and how each was chosen.
 DATAPLANE_INFO = _declare(
     "dataplane_info",
@@ -924,6 +969,14 @@ BUILD_INFO = _declare(
     Scope.EXPORTER,
     "1, labelled with the exporter's version.",
     labels=("version",),
+)
+# Set by instruments.py at start from --cross-zone-price-per-gib; every shard exports it.
+CROSS_ZONE_PRICE_PER_GIB = _declare(
+    "cross_zone_price_per_gib",
+    GAUGE,
+    Scope.EXPORTER,
+    "Price of one GiB of cross-zone traffic (serve --cross-zone-price-per-gib), in the "
+    "operator's currency; absent when not given. Every shard exports it: aggregate with max.",
 )
 STATUS_PAGE_INFO = _declare(
     "status_page_info",

@@ -11,6 +11,7 @@ from prometheus_client.registry import Collector
 from exporter.evaluator import ExporterState
 from exporter.metrics.families import (
     BUILD_INFO,
+    CROSS_ZONE_PRICE_PER_GIB,
     DATAPLANE_INFO,
     EVALUATION_DURATION_SECONDS,
     INVALID_OBJECTS_TOTAL,
@@ -52,6 +53,7 @@ class ExporterMetrics:
         resources: tuple[Resource, ...] = RESOURCES,
         dataplanes: Iterable[tuple[str, str]] = (),
         external_url: str | None = None,
+        cross_zone_price_per_gib: float | None = None,
     ) -> None:
         build = Gauge(BUILD_INFO.name, BUILD_INFO.help, BUILD_INFO.labels, registry=registry)
         build.labels(version).set(1)
@@ -61,6 +63,10 @@ class ExporterMetrics:
                 registry=registry,
             )  # fmt: skip
             page.labels(external_url.rstrip("/")).set(1)
+        if cross_zone_price_per_gib is not None:
+            Gauge(
+                CROSS_ZONE_PRICE_PER_GIB.name, CROSS_ZONE_PRICE_PER_GIB.help, registry=registry
+            ).set(cross_zone_price_per_gib)
         # (data plane, source): fixed for the process's life, chosen before the first watch.
         dataplane_info = Gauge(
             DATAPLANE_INFO.name, DATAPLANE_INFO.help, DATAPLANE_INFO.labels, registry=registry

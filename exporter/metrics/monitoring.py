@@ -18,7 +18,6 @@ from exporter.metrics.families import Scope
 from exporter.resources import OPTIONAL_RESOURCES
 
 __all__ = [
-    "CROSS_ZONE_PRICE_PER_GIB",
     "ENTRY_IDENTITY",
     "JOB",
     "JOB_SELECTOR",
@@ -27,9 +26,7 @@ __all__ = [
     "OPTIONAL_RESOURCES",
     "OVERLOAD_LIMIT",
     "PROXY_MODES",
-    "SERVICE_CROSS_ZONE_RATIO",
     "SERVICE_IDENTITY",
-    "SERVICE_ZONE_CROSS_ZONE_RATIO",
     "Mechanism",
     "MonitoringConfig",
     "ProxyMode",
@@ -50,16 +47,6 @@ PROXY_MODES: tuple[ProxyMode, ...] = (
 SERVICE_IDENTITY = Scope.SERVICE.identity_labels
 ENTRY_IDENTITY = Scope.SERVICE_ENTRY.identity_labels
 
-
-# --- PENDING(crosszone): section 13's families -------------------------------------------------
-# The families are declared by the `crosszone` branch (families.py). Until it is merged, the
-# cross-zone recording rules and panels (alerts/traffic.py) read their names from here, the one
-# place to switch: at merge, replace each use with the declaration's `.name`
-# (f.SERVICE_CROSS_ZONE_RATIO.name, ...) and delete this block.
-SERVICE_CROSS_ZONE_RATIO = "topology_hints_service_cross_zone_ratio"
-SERVICE_ZONE_CROSS_ZONE_RATIO = "topology_hints_service_zone_cross_zone_ratio"
-CROSS_ZONE_PRICE_PER_GIB = "topology_hints_cross_zone_price_per_gib"
-# --- end PENDING(crosszone) --------------------------------------------------------------------
 
 RUNBOOKS_URL = (
     "https://github.com/topology-hints-exporter/topology-hints-exporter/blob/main/docs/runbooks.md"

@@ -20,9 +20,11 @@ from exporter.engine import (
 from exporter.engine.allocation import OVERLOAD_LIMIT, refusal_reason
 from exporter.explain import (
     _MODE_TEXT,
+    AVOIDABLE_WORTH_SAYING,
     TABLE_COLUMNS,
     ExplainOptions,
     advisor_range,
+    cross_zone_text,
     drift_texts,
     event_text,
     load_warnings,
@@ -34,6 +36,7 @@ from exporter.explain import (
     profile_lines,
     suggestion,
     table_rows,
+    whole_percent,
     why_text,
     zone_name,
 )
@@ -142,6 +145,47 @@ class ZoneTable:
 
 
 @dataclass(frozen=True, slots=True)
+class CrossZoneRow:
+    """One data plane's expected cross-zone share (behaviour §13), in explain's words."""
+
+    dataplane: str
+    text: str
+    # "" when no client is given an endpoint.
+    effective: str
+    floor: str
+    avoidable: str
+    worth_saying: bool
+    # "zone 50%" per client zone.
+    zones: str
+
+
+def cross_zone_rows(verdict: ServiceVerdict) -> tuple[CrossZoneRow, ...]:
+    rows = []
+    for dataplane, figures in verdict.cross_zone.items():
+        if figures is None:
+            text = cross_zone_text(None)
+            rows.append(
+                CrossZoneRow(str(dataplane), text, "", "", "", worth_saying=False, zones="")
+            )
+            continue
+        rows.append(
+            CrossZoneRow(
+                str(dataplane),
+                cross_zone_text(figures),
+                whole_percent(figures.effective),
+                whole_percent(figures.floor),
+                whole_percent(figures.avoidable),
+                figures.avoidable >= AVOIDABLE_WORTH_SAYING,
+                ", ".join(
+                    f"{zone} {whole_percent(zone_share.effective)}"
+                    for zone, zone_share in figures.zones.items()
+                ),
+            )
+        )
+    return tuple(rows)
+
+
+@dataclass(frozen=True, slots=True)
 class ServiceFacts:
     verdict: ServiceVerdict
     mechanism: str
@@ -162,6 +206,8 @@ class ServiceFacts:
     # behaviour §12: notices (never a problem), and why a skewed kube-proxy routes otherwise.
     notices: tuple[IssueFix, ...] = ()
     version_skew: str | None = None
+    # Per data plane; empty where no routing applies.
+    cross_zone: tuple[CrossZoneRow, ...] = ()
 
 
 def completeness_words(verdict: ServiceVerdict) -> tuple[str, str | None]:
@@ -246,6 +292,7 @@ def service_facts(evaluation: Evaluation, verdict: ServiceVerdict) -> ServiceFac
         suggestion=suggestion(capacity, verdict).text if auto and capacity.sufficient else None,
         notices=tuple(IssueFix(str(notice), notice.text) for notice in sorted(verdict.notices)),
         version_skew=profile_effect(evaluation, verdict),
+        cross_zone=cross_zone_rows(verdict),
     )
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import jinja2
 
 from exporter.engine import ExpectedState
+from exporter.explain import CROSS_ZONE_MODEL
 from exporter.web.facts import service_facts
 from exporter.web.links import Links
 from exporter.web.table import (
@@ -114,6 +115,7 @@ def service_page(
         namespace_query=Query(namespace=namespace).encode(),
         services=[service_facts(view.evaluation, verdict) for verdict in result.verdicts],
         state_tones=STATE_TONES,
+        cross_zone_model=CROSS_ZONE_MODEL,
     )
 
 

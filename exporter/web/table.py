@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlencode
 from exporter.engine import Evaluation, ExpectedState, Mechanism, ServiceVerdict
 from exporter.engine.whatif import NO_FORECAST, EntryForecast, services_losing_hints
 from exporter.evaluator import ExporterState, ServiceResult
-from exporter.explain import zone_loss_skipped_text
+from exporter.explain import AVOIDABLE_WORTH_SAYING, whole_percent, zone_loss_skipped_text
 from exporter.web.facts import ClusterFacts, cluster_facts, has_overloaded_zone, share
 from exporter.web.links import Links
 
@@ -200,6 +200,21 @@ def _routing_cell(row: ServiceRow) -> Cell:
     return Cell(", ".join(texts), tone)
 
 
+def _cross_zone_cell(row: ServiceRow) -> Cell:
+    """Per data plane, the share of traffic expected to cross zones; the floor beneath."""
+    figures = [(plane, f) for plane, f in row.verdict.cross_zone.items() if f is not None]
+    if not figures:
+        return Cell("-")
+    several = len(figures) > 1
+    texts = [
+        whole_percent(f.effective) + (f" ({plane})" if several else "") for plane, f in figures
+    ]
+    floors = ", ".join(whole_percent(f.floor) for _, f in figures)
+    avoidable = max(f.avoidable for _, f in figures)
+    tone = Tone.WARN if avoidable >= AVOIDABLE_WORTH_SAYING else Tone.NONE
+    return Cell(", ".join(texts), tone, f"floor {floors}")
+
+
 def _margin_cell(row: ServiceRow) -> Cell:
     """How many endpoints may go or come before the controller removes every hint."""
     margin = row.forecast.margin
@@ -225,6 +240,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("Problems", _problems_cell),
     Column("Hint completeness", _completeness_cell, numeric=True),
     Column("Routing", _routing_cell),
+    Column("Cross-zone", _cross_zone_cell, numeric=True),
     Column("Margin", _margin_cell, numeric=True),
 )
 

@@ -15,7 +15,7 @@ from tests.e2e.prometheus import free_port, wait_for
 
 
 @contextmanager
-def serving_snapshot(snapshot: Path, log: Path) -> Iterator[str]:
+def serving_snapshot(snapshot: Path, log: Path, *extra_args: str) -> Iterator[str]:
     """`serve --snapshot` on a free loopback port; yields host:port once /readyz is 200."""
     address = f"127.0.0.1:{free_port()}"
     with log.open("wb") as sink:
@@ -27,6 +27,7 @@ def serving_snapshot(snapshot: Path, log: Path) -> Iterator[str]:
                 str(snapshot),
                 "--listen-address",
                 address,
+                *extra_args,
             ],
             stdout=sink,
             stderr=subprocess.STDOUT,

@@ -1,16 +1,14 @@
 """End to end: the dashboards' "Cross-zone traffic" queries, evaluated by real Prometheus over
 the real exporter, a ztunnel-shaped target whose byte counters grow, and the shipped rules.
 
-PENDING(crosszone): the exporter of this branch does not export section 13's families yet, so
-a small static target (`EXPECTED_SHARES`, scraped under the exporter's job) stands in for
-`topology_hints_service_cross_zone_ratio`, `..._zone_cross_zone_ratio` and
-`topology_hints_cross_zone_price_per_gib`. At merge, drop it, start the exporter with
-`--dataplane kube-proxy --cross-zone-price-per-gib 0.02`, and take the expected shares from
-`evaluate --dataplane kube-proxy` for shop/frontend.
+The expected shares are the exporter's own (section 13's families, `--dataplane kube-proxy`,
+a price by flag); the test takes them from `evaluate` on the same snapshot, so the dashboard,
+the metrics and `evaluate` are held to one story.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import threading
 import time
@@ -23,26 +21,32 @@ from typing import Any
 import pytest
 
 from dashboards.crosszone import ROW
-from tests.conftest import EXAMPLES_DIR, PROJECT_ROOT, require_binary
+from tests.conftest import EXAMPLES_DIR, PROJECT_ROOT, exporter_command, require_binary
 from tests.e2e.dashboard_queries import dashboard_queries, row_panel_titles
 from tests.e2e.exporter import serving_snapshot
 from tests.e2e.prometheus import PrometheusStack, prometheus_stack
 
 RULE_FILE = PROJECT_ROOT / "alerts" / "topology-hints.rules.yaml"
 SNAPSHOT = EXAMPLES_DIR / "demo-cluster.json"
-NAMESPACE, SERVICE = "shop", "frontend"
+# A Service the exporter exports (it asks for hints) whose traffic can stay closer.
+NAMESPACE, SERVICE = "shop", "inventory"
 GIB = 2**30
 PRICE = 0.02
 
 # ztunnel's counters, bytes per second, as (reporter, source zone, destination zone, metric).
 ZTUNNEL = "istio_tcp_{}_bytes_total"
 FLOWS: dict[tuple[str, str, str, str], float] = {
-    ("destination", "zone-a", "zone-a", "sent"): 20_000,
-    ("destination", "zone-a", "zone-a", "received"): 20_000,
-    ("destination", "zone-a", "zone-b", "sent"): 80_000,
-    ("destination", "zone-b", "zone-b", "sent"): 40_000,
-    ("destination", "unknown", "zone-b", "sent"): 10_000,  # a client outside the mesh
-    ("source", "zone-a", "zone-b", "sent"): 80_000,  # the client's ztunnel: the same bytes again
+    ("destination", "eu-west-1a", "eu-west-1a", "sent"): 20_000,
+    ("destination", "eu-west-1a", "eu-west-1a", "received"): 20_000,
+    ("destination", "eu-west-1a", "eu-west-1b", "sent"): 80_000,
+    ("destination", "eu-west-1b", "eu-west-1b", "sent"): 40_000,
+    ("destination", "unknown", "eu-west-1b", "sent"): 10_000,  # a client outside the mesh
+    (
+        "source",
+        "eu-west-1a",
+        "eu-west-1b",
+        "sent",
+    ): 80_000,  # the client's ztunnel: the same bytes again
 }
 # The counters have grown since this long before the test (backfilled, then scraped live).
 HISTORY = 600.0
@@ -50,10 +54,37 @@ STARTED = time.time() - HISTORY
 BACKFILL_STEP = 5.0
 SAME_ZONE, CROSS_ZONE, UNKNOWN = 80_000.0, 80_000.0, 10_000.0
 MEASURED = CROSS_ZONE / (SAME_ZONE + CROSS_ZONE)
-MEASURED_ZONES = {"zone-a": 80_000 / 120_000, "zone-b": 0.0}
-# PENDING(crosszone): what the exporter would say for shop/frontend.
-EXPECTED_SHARES = {"effective": 0.2, "floor": 0.05}
-EXPECTED_ZONE_SHARES = {"zone-a": 0.3, "zone-b": 0.1}
+MEASURED_ZONES = {"eu-west-1a": 80_000 / 120_000, "eu-west-1b": 0.0}
+DATAPLANE = "kube-proxy"
+
+
+def evaluated_shares() -> tuple[dict[str, float], dict[str, float]]:
+    """What `evaluate --dataplane kube-proxy` expects for shop/frontend: the overall effective
+    and floor shares, and the effective share per client zone."""
+    document = json.loads(
+        subprocess.run(
+            [
+                *exporter_command(),
+                "evaluate",
+                "--snapshot",
+                str(SNAPSHOT),
+                "--dataplane",
+                DATAPLANE,
+            ],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        ).stdout
+    )
+    (entry,) = (
+        entry
+        for entry in document["services"]
+        if (entry["namespace"], entry["name"], entry["address_type"])
+        == (NAMESPACE, SERVICE, "IPv4")
+    )
+    share = entry["cross_zone"][DATAPLANE]
+    zones = {zone: figures["effective"] for zone, figures in share["zones"].items()}
+    return {"effective": share["effective"], "floor": share["floor"]}, zones
 
 
 def ztunnel_series() -> list[tuple[str, str, float]]:
@@ -105,28 +136,6 @@ def backfill(data: Path, address: str, until: float) -> None:
     )
 
 
-def cross_zone_families(_: float) -> str:
-    """PENDING(crosszone): the section 13 families the exporter will export."""
-    entry = (
-        f'namespace="{NAMESPACE}",service="{SERVICE}",address_type="IPv4",dataplane="kube-proxy"'
-    )
-    lines = [
-        "# TYPE topology_hints_service_cross_zone_ratio gauge",
-        *(
-            f'topology_hints_service_cross_zone_ratio{{{entry},scenario="{scenario}"}} {value}'
-            for scenario, value in EXPECTED_SHARES.items()
-        ),
-        "# TYPE topology_hints_service_zone_cross_zone_ratio gauge",
-        *(
-            f'topology_hints_service_zone_cross_zone_ratio{{{entry},zone="{zone}"}} {value}'
-            for zone, value in EXPECTED_ZONE_SHARES.items()
-        ),
-        "# TYPE topology_hints_cross_zone_price_per_gib gauge",
-        f"topology_hints_cross_zone_price_per_gib {PRICE}",
-    ]
-    return "\n".join(lines) + "\n"
-
-
 @contextmanager
 def serving(exposition: Callable[[float], str]) -> Iterator[str]:
     """A /metrics endpoint on a free loopback port serving `exposition(wall-clock time)`."""
@@ -154,10 +163,14 @@ def serving(exposition: Callable[[float], str]) -> Iterator[str]:
         thread.join(10)
 
 
-def values(stack: PrometheusStack, expr: str, label: str) -> dict[str, float]:
-    """The instant query's values by one label."""
+def values(
+    stack: PrometheusStack, expr: str, label: str, *, service: str | None = None
+) -> dict[str, float]:
+    """The instant query's values by one label (of one Service's series, if named)."""
     return {
-        series["metric"].get(label, ""): float(series["value"][1]) for series in stack.query(expr)
+        series["metric"].get(label, ""): float(series["value"][1])
+        for series in stack.query(expr)
+        if service is None or series["metric"].get("service") == service
     }
 
 
@@ -174,8 +187,14 @@ def cross_zone_queries() -> dict[str, list[str]]:
 @pytest.fixture
 def stack(tmp_path: Path) -> Iterator[PrometheusStack]:
     with (
-        serving_snapshot(SNAPSHOT, tmp_path / "exporter.log") as exporter,
-        serving(cross_zone_families) as families,
+        serving_snapshot(
+            SNAPSHOT,
+            tmp_path / "exporter.log",
+            "--dataplane",
+            DATAPLANE,
+            "--cross-zone-price-per-gib",
+            str(PRICE),
+        ) as exporter,
         serving(ztunnel_exposition) as ztunnel,
     ):
         backfill(tmp_path / "stack" / "prometheus-data", ztunnel, time.time() - 2)
@@ -184,7 +203,6 @@ def stack(tmp_path: Path) -> Iterator[PrometheusStack]:
             RULE_FILE,
             tmp_path / "stack",
             other_jobs={"ztunnel": [ztunnel]},
-            extra_targets=[families],
         ) as running:
             yield running
 
@@ -203,21 +221,23 @@ def test_cross_zone_panels_show_the_expected_numbers(stack: PrometheusStack) -> 
         60,
         what="five scrapes of ztunnel and the cost rules",
     )
+    expected_shares, expected_zone_shares = evaluated_shares()
+    assert expected_shares["effective"] > expected_shares["floor"], "nothing avoidable to show"
     exact = pytest.approx
     # Counters read at scrape time grow a little between scrapes: rates are within a few %.
     close: Callable[[Any], Any] = lambda expected: pytest.approx(expected, rel=0.05)  # noqa: E731
     bytes_ = SAME_ZONE + CROSS_ZONE
     avoidable = {
-        "expected": bytes_ * (EXPECTED_SHARES["effective"] - EXPECTED_SHARES["floor"]),
-        "measured": bytes_ * (MEASURED - EXPECTED_SHARES["floor"]),
+        "expected": bytes_ * (expected_shares["effective"] - expected_shares["floor"]),
+        "measured": bytes_ * (MEASURED - expected_shares["floor"]),
     }
 
     (expected, measured) = queries["Cross-zone share: expected vs measured"]
-    assert values(stack, expected, "scenario") == exact(EXPECTED_SHARES)
+    assert values(stack, expected, "scenario") == exact(expected_shares)
     assert values(stack, measured, "") == exact({"": MEASURED})
 
     (expected, measured) = queries["Cross-zone share per client zone"]
-    assert values(stack, expected, "zone") == exact(EXPECTED_ZONE_SHARES)
+    assert values(stack, expected, "zone") == exact(expected_zone_shares)
     assert values(stack, measured, "zone") == exact(MEASURED_ZONES)
 
     (by_locality,) = queries["Bytes by locality"]
@@ -253,4 +273,7 @@ def test_cross_zone_panels_show_the_expected_numbers(stack: PrometheusStack) -> 
         (SERVICE, "measured"),
     }
     (shares,) = queries["Cross-zone share: expected and measured"]
-    assert values(stack, shares, "scenario") == exact({**EXPECTED_SHARES, "measured": MEASURED})
+    # The overview lists every Service the exporter exports: this one's rows.
+    assert values(stack, shares, "scenario", service=SERVICE) == exact(
+        {**expected_shares, "measured": MEASURED}
+    )

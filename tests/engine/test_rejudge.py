@@ -10,7 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from exporter.engine import DataPlane, EndpointSlice, Node, Service, cluster_capacity
-from exporter.engine.evaluate import Judgements, evaluate_service, ready_nodes, rejudged
+from exporter.engine.crosszone import Clients, CrossZones
+from exporter.engine.evaluate import (
+    Judgements,
+    evaluate_service,
+    ready_nodes,
+    rejudged,
+    service_inputs,
+)
 from tests.engine.builders import endpoint, endpoint_slice, service, zone_nodes
 
 ZONES = ("zone-0", "zone-1", "zone-2")
@@ -84,6 +91,48 @@ def test_rejudged_equals_a_fresh_evaluation(
     fresh = evaluate_service(svc, slices, capacity, nodes, EVERY_DATAPLANE)
     judgements = Judgements(capacity)
     assert tuple(rejudged(verdict, judgements) for verdict in old) == fresh
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    svc=services,
+    slices=endpoints_of_a_service(),
+    before=cpu_by_zone(),
+    after=cpu_by_zone(),
+)
+def test_reweighed_cross_zone_shares_equal_a_fresh_evaluation(
+    svc: Service,
+    slices: list[EndpointSlice],
+    before: dict[str, list[str]],
+    after: dict[str, list[str]],
+) -> None:
+    """Other CPU on the same clients: the recombined cross-zone shares are the fresh ones,
+    bit for bit (behaviour §13)."""
+    old_nodes = zone_nodes(before)
+    new_nodes = [
+        Node(node.name, node.zone, cpu.allocatable_cpu, node.ready, node.control_plane)
+        for node, cpu in zip(old_nodes, _same_names(old_nodes, after), strict=True)
+    ]
+    nodes = ready_nodes(old_nodes)
+    old_clients, new_clients = Clients.of(old_nodes), Clients.of(new_nodes)
+    old = evaluate_service(
+        svc, slices, cluster_capacity(old_nodes), nodes, EVERY_DATAPLANE,
+        cross_zones=CrossZones(old_clients),
+    )  # fmt: skip
+    capacity = cluster_capacity(new_nodes)
+    shares = CrossZones(new_clients)
+    fresh = evaluate_service(
+        svc, slices, capacity, nodes, EVERY_DATAPLANE, cross_zones=CrossZones(new_clients)
+    )
+    inputs = service_inputs(svc, slices)
+    judgements = Judgements(capacity)
+    assert (
+        tuple(
+            rejudged(verdict, judgements, (entry, shares, old_clients))
+            for verdict, entry in zip(old, inputs, strict=True)
+        )
+        == fresh
+    )
 
 
 def _same_names(nodes: list[Node], cpu: dict[str, list[str]]) -> list[Node]:

@@ -24,8 +24,10 @@ def test_scrape_exposes_exactly_the_documented_families(serve_snapshot: ServeSna
         service("shop", "web", topology_mode="Auto"),
         endpoint_slice("shop", "web-1", "web", zone_endpoints(9)),
     )
-    # With --external-url, so that status_page_info is there too.
-    with serve_snapshot(cluster, external_url="https://ops.example.com/topology") as exporter:
+    # With --external-url and a price, so that status_page_info and the price are there too.
+    with serve_snapshot(
+        cluster, external_url="https://ops.example.com/topology", cross_zone_price_per_gib=0.01
+    ) as exporter:
         result = scrape(base_url(exporter))
     exposed = {name for name in result.families if name.startswith("topology_hints_")}
     documented = {

@@ -429,3 +429,24 @@ def test_local_policy_drops_are_a_warning_and_headless_hints_no_problem() -> Non
     _, _, html = get(pages(state), "/?problem=local+policy+drops")
     assert row_names(html) == ["cache"]
     assert b"33.3% local" in html
+
+
+def test_cross_zone_share_is_on_the_list_the_service_page_and_the_api(
+    demo_state: ExporterState,
+) -> None:
+    """behaviour §13: the numbers explain prints, said to be a model, on every surface."""
+    app = pages(demo_state)
+    page = get(app, "/services/payments/ledger")[2].decode()
+    assert "Cross-zone traffic" in page
+    assert '<th scope="row">kube-proxy</th><td class="num">67%</td><td class="num">0%</td>' in page
+    assert "eu-west-1c 75%" in page
+    assert "a model" in page
+    listing = get(app, "/?namespace=payments")[2].decode()
+    assert '<th scope="col"' in listing
+    assert "Cross-zone" in listing
+    assert "floor 0%" in listing
+    (entry,) = json.loads(get(app, "/api/v1/services/payments/ledger")[2])
+    figures = entry["cross_zone"]["kube-proxy"]
+    assert round(figures["effective"], 4) == 0.6667
+    assert figures["floor"] == 0
+    assert set(figures["zones"]) == {"eu-west-1a", "eu-west-1b", "eu-west-1c"}

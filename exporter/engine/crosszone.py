@@ -1,0 +1,303 @@
+"""behaviour §13: the share of a Service's traffic expected to cross zones, per data plane.
+
+Clients are the Ready nodes with a zone label and positive allocatable CPU, weighted by that
+CPU (the controller's own assumption: traffic follows CPU). Each spreads its traffic evenly
+over the endpoints its routing gives it (`dataplanes.Given`); its share is the fraction of
+those endpoints outside its zone. `floor` is what no routing avoids: 1 for a client whose
+zone has no endpoint of R, else 0.
+
+Nodes of a zone share their zone's routing and so one endpoint set, so a view is computed
+per zone plus its node exceptions (node hints, nodeName, internalTrafficPolicy Local):
+never node by node for a zone-wide routing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from types import MappingProxyType
+
+from exporter.engine.dataplanes import Given
+from exporter.engine.model import Endpoint, Node
+from exporter.engine.routing import DataPlane, Routing, RoutingView, ServiceEndpoints
+
+# Routings whose endpoint set is the node's own, not its zone's.
+_PER_NODE = frozenset({Routing.SAME_NODE, Routing.LOCAL})
+
+
+@dataclass(frozen=True, slots=True)
+class Clients:
+    """The clients of section 13 and their weights (allocatable CPU in cores)."""
+
+    weight: Mapping[str, float]
+    zone_of: Mapping[str, str]
+    # zone -> its clients' node names, sorted; zone -> their total weight.
+    by_zone: Mapping[str, tuple[str, ...]]
+    zone_weight: Mapping[str, float]
+
+    @classmethod
+    def of(cls, nodes: Iterable[Node]) -> Clients:
+        exact: dict[str, Fraction] = {}
+        zone_of: dict[str, str] = {}
+        for node in nodes:
+            if node.ready and node.zone and node.allocatable_cpu and node.allocatable_cpu > 0:
+                exact[node.name] = node.allocatable_cpu
+                zone_of[node.name] = node.zone
+        by_zone: dict[str, list[str]] = {}
+        for name, zone in zone_of.items():
+            by_zone.setdefault(zone, []).append(name)
+        return cls(
+            weight=MappingProxyType({name: float(cpu) for name, cpu in exact.items()}),
+            zone_of=MappingProxyType(zone_of),
+            by_zone=MappingProxyType({z: tuple(sorted(n)) for z, n in sorted(by_zone.items())}),
+            zone_weight=MappingProxyType(
+                {
+                    zone: float(sum((exact[name] for name in names), Fraction(0)))
+                    for zone, names in by_zone.items()
+                }
+            ),
+        )
+
+
+NO_CLIENTS = Clients.of(())
+
+
+@dataclass(frozen=True, slots=True)
+class Share:
+    """Expected cross-zone shares of some clients' traffic, 0 to 1."""
+
+    effective: float
+    floor: float
+
+    @property
+    def avoidable(self) -> float:
+        """What hints that worked would save: effective - floor, never below 0."""
+        return max(0.0, self.effective - self.floor)
+
+
+@dataclass(frozen=True, slots=True)
+class CrossZone:
+    """One data plane's expected cross-zone traffic for one (Service, address type)."""
+
+    overall: Share
+    # Per client zone that has a client with a share, sorted by zone.
+    zones: Mapping[str, Share]
+
+    @property
+    def effective(self) -> float:
+        return self.overall.effective
+
+    @property
+    def floor(self) -> float:
+        return self.overall.floor
+
+    @property
+    def avoidable(self) -> float:
+        return self.overall.avoidable
+
+
+def _crossing(endpoints: Sequence[Endpoint], zone: str) -> float | None:
+    """The fraction of `endpoints` outside `zone` (no zone: another zone); None if none."""
+    if not endpoints:
+        return None
+    return sum(1 for endpoint in endpoints if endpoint.zone != zone) / len(endpoints)
+
+
+def cross_zone(view: RoutingView, given: Given, clients: Clients) -> CrossZone | None:
+    """The expected shares under `view`; None when no client has a share."""
+    if not view.by_zone:
+        return None
+    located = {endpoint.zone for endpoint in given.usable if endpoint.zone}
+    exceptions: dict[str, list[tuple[str, Routing]]] = {}
+    for node, routing in view.by_node.items():
+        zone = clients.zone_of.get(node)
+        if zone is not None:
+            exceptions.setdefault(zone, []).append((node, routing))
+    zones: dict[str, Share] = {}
+    weights: dict[str, float] = {}
+    for zone in clients.by_zone:
+        effective, weight = _zone_share(view, given, clients, zone, exceptions.get(zone, []))
+        if weight > 0:
+            zones[zone] = Share(effective, 0.0 if zone in located else 1.0)
+            weights[zone] = weight
+    if not zones:
+        return None
+    return _combined(MappingProxyType(zones), weights)
+
+
+def _combined(zones: Mapping[str, Share], weights: Mapping[str, float]) -> CrossZone:
+    """The zones' shares as one, each weighted by its clients' CPU."""
+    total = sum(weights.values())
+    overall = Share(
+        sum(weights[z] * share.effective for z, share in zones.items()) / total,
+        sum(weights[z] * share.floor for z, share in zones.items()) / total,
+    )
+    return CrossZone(overall, zones)
+
+
+def _zone_share(
+    view: RoutingView,
+    given: Given,
+    clients: Clients,
+    zone: str,
+    excepted: list[tuple[str, Routing]],
+) -> tuple[float, float]:
+    """(effective share, weight) of the zone's clients that have a share; weight 0: none.
+
+    Where every client of the zone follows the zone's routing, the share is that set's,
+    exactly (not re-derived through the weights): re-weighing keeps it bit for bit.
+    """
+    zone_routing = view.by_zone.get(zone)
+    if zone_routing is None:
+        return 0.0, 0.0
+    shared = zone_routing.routing
+    if not excepted and shared not in _PER_NODE:
+        share = _crossing(given.endpoints(shared, zone, None), zone)
+        return (0.0, 0.0) if share is None else (share, clients.zone_weight[zone])
+    weighted = weight = 0.0
+    rest = clients.zone_weight[zone]
+
+    def add(node_weight: float, endpoints: Sequence[Endpoint]) -> None:
+        nonlocal weighted, weight
+        share = _crossing(endpoints, zone)
+        if share is not None:
+            weighted += node_weight * share
+            weight += node_weight
+
+    for node, routing in excepted:
+        rest -= clients.weight[node]
+        add(clients.weight[node], given.endpoints(routing, zone, node))
+    if shared in _PER_NODE:
+        # Bounded by the endpoints: a zone-wide node routing means each node has its own.
+        skip = {node for node, _ in excepted}
+        for node in clients.by_zone[zone]:
+            if node not in skip:
+                add(clients.weight[node], given.endpoints(shared, zone, node))
+    elif len(excepted) < len(clients.by_zone[zone]):
+        # Some client follows the zone's routing (weights are positive: rest > 0).
+        add(rest, given.endpoints(shared, zone, None))
+    return (min(1.0, weighted / weight), weight) if weight > 0 else (0.0, 0.0)
+
+
+# A memo holds at most this many shapes; past it, it starts again (churn, not real shapes).
+MEMO_LIMIT = 100_000
+_ZoneProfile = tuple[tuple[tuple[str, tuple[str, ...]], int], ...]
+
+
+def _profile(usable: Sequence[Endpoint]) -> _ZoneProfile:
+    """R as zone-wide routings read it: how many endpoints per (zone, zone hints).
+
+    No zone and an empty zone are alike here: neither is any client's zone.
+    """
+    counts: dict[tuple[str, tuple[str, ...]], int] = {}
+    for endpoint in usable:
+        key = (endpoint.zone or "", endpoint.zone_hints)
+        counts[key] = counts.get(key, 0) + 1
+    return tuple(sorted(counts.items()))
+
+
+class CrossZones:
+    """The cross-zone shares of one set of clients, memoised per shape.
+
+    Where every client of a zone gets its zone's routing (no node exception, no per-node
+    or `mixed` routing), the shares depend only on the data plane's same-zone reading, the
+    routing of each zone, and how many endpoints of R run in each zone with which zone
+    hints: Services of one shape share one computed (and one held) result. Like
+    evaluate.Judgements, the memo is a value that lives as long as its clients.
+    """
+
+    __slots__ = ("_clients", "_memo", "_reweighed", "computed")
+
+    def __init__(self, clients: Clients) -> None:
+        self._clients = clients
+        self._memo: dict[object, CrossZone | None] = {}
+        # id(earlier figures) -> (them, re-weighed): shared like the figures themselves.
+        self._reweighed: dict[int, tuple[CrossZone, CrossZone]] = {}
+        # How many shares were computed (not served from the memo): what tests count.
+        self.computed = 0
+
+    @property
+    def clients(self) -> Clients:
+        return self._clients
+
+    def of(
+        self, routing: Mapping[DataPlane, RoutingView], endpoints: ServiceEndpoints
+    ) -> Mapping[DataPlane, CrossZone | None]:
+        """Per data plane of `routing`; empty when no routing applies (section 10)."""
+        if not routing or not all(view.applies for view in routing.values()):
+            return _NOTHING
+        return MappingProxyType(
+            {
+                dataplane: self._one(dataplane, view, endpoints)
+                for dataplane, view in routing.items()
+            }
+        )
+
+    def reweighed(
+        self,
+        earlier: Mapping[DataPlane, CrossZone | None],
+        routing: Mapping[DataPlane, RoutingView],
+        endpoints: ServiceEndpoints,
+        before: Clients,
+    ) -> Mapping[DataPlane, CrossZone | None]:
+        """`of(routing, endpoints)`, from the figures computed under `before`'s clients.
+
+        When only CPU moved (the same zones have clients), a zone-wide routing's zone
+        shares stand and only their weights change: recombined, not recomputed.
+        """
+        if not earlier or self._clients.by_zone.keys() != before.by_zone.keys():
+            return self.of(routing, endpoints)
+        figures: dict[DataPlane, CrossZone | None] = {}
+        for dataplane, view in routing.items():
+            old = earlier.get(dataplane)
+            if view.by_node or not _ZONE_WIDE.issuperset(
+                zone_routing.routing for zone_routing in view.by_zone.values()
+            ):
+                figures[dataplane] = self._one(dataplane, view, endpoints)
+            else:
+                figures[dataplane] = None if old is None else self._recombined(old)
+        return MappingProxyType(figures)
+
+    def _recombined(self, old: CrossZone) -> CrossZone:
+        kept = self._reweighed.get(id(old))
+        if kept is not None and kept[0] is old:
+            return kept[1]
+        if len(self._reweighed) >= MEMO_LIMIT:
+            self._reweighed.clear()
+        weight = self._clients.zone_weight
+        figures = _combined(old.zones, {zone: weight[zone] for zone in old.zones})
+        self._reweighed[id(old)] = (old, figures)
+        return figures
+
+    def _one(
+        self, dataplane: DataPlane, view: RoutingView, endpoints: ServiceEndpoints
+    ) -> CrossZone | None:
+        given = Given(dataplane, endpoints)
+        routings = tuple(zone_routing.routing for zone_routing in view.by_zone.values())
+        if view.by_node or not _ZONE_WIDE.issuperset(routings):
+            self.computed += 1
+            return cross_zone(view, given, self._clients)
+        key = (given.same_zone, tuple(view.by_zone), routings, _profile(given.usable))
+        try:
+            return self._memo[key]
+        except KeyError:
+            pass
+        if len(self._memo) >= MEMO_LIMIT:
+            self._memo.clear()
+        self.computed += 1
+        figures = self._memo[key] = cross_zone(view, given, self._clients)
+        return figures
+
+
+# Routings whose endpoint set is the same for every client of a zone, from R alone.
+_ZONE_WIDE = frozenset({Routing.CLUSTER, Routing.SAME_ZONE, Routing.NO_ENDPOINTS})
+_NOTHING: Mapping[DataPlane, CrossZone | None] = MappingProxyType({})
+NO_CROSS_ZONES = CrossZones(NO_CLIENTS)
+
+
+def cross_zones(
+    routing: Mapping[DataPlane, RoutingView], endpoints: ServiceEndpoints, clients: Clients
+) -> Mapping[DataPlane, CrossZone | None]:
+    """Per data plane of `routing`, without a memo kept between calls."""
+    return CrossZones(clients).of(routing, endpoints)

@@ -1,0 +1,442 @@
+"""behaviour §13: expected cross-zone shares, by hand and against a plain reference.
+
+The reference below is written from the section's words, node by node, with its own
+endpoint sets; it takes only the routing of each node from the engine (section 10,
+tested on its own). The engine computes per zone plus node exceptions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from exporter.document import cross_zone_field, routing_fields
+from exporter.engine import (
+    DataPlane,
+    Endpoint,
+    EndpointSlice,
+    Node,
+    Routing,
+    Service,
+    ServiceVerdict,
+    evaluate,
+)
+from exporter.snapshot import load_snapshot
+from tests.conftest import CONFORMANCE_DIR
+from tests.engine.builders import endpoint, endpoint_slice, node, service
+
+EVERY_DATAPLANE = tuple(DataPlane)
+_HINT_NODE = {DataPlane.KUBE_PROXY, DataPlane.CALICO_EBPF}
+_LOCATED_ZONE = {DataPlane.ISTIO, DataPlane.ENVOY_GATEWAY}
+
+
+# -- the reference -------------------------------------------------------------------------
+
+
+def _unique(endpoints: list[Endpoint]) -> list[Endpoint]:
+    seen: set[str] = set()
+    kept = []
+    for e in endpoints:
+        if e.address is not None and e.address not in seen:
+            seen.add(e.address)
+            kept.append(e)
+    return kept
+
+
+def _usable(dataplane: DataPlane, slices: list[EndpointSlice]) -> list[Endpoint]:
+    every = _unique([e for s in slices for e in s.endpoints])
+    if dataplane is DataPlane.CALICO_EBPF:
+        return [e for e in every if e.ready is not False or e.terminating is True]
+    return [e for e in every if e.ready is not False]
+
+
+def _nginx_union(svc: Service, slices: list[EndpointSlice], zone: str) -> list[Endpoint]:
+    prefer_close = svc.traffic_distribution == "PreferClose"
+    kept = []
+    for s in slices:
+        filtered = all(e.zone_hints for e in s.endpoints) and not (
+            prefer_close and not any(zone in e.zone_hints for e in s.endpoints)
+        )
+        ready = [e for e in s.endpoints if e.address is not None and e.ready is not False]
+        kept += [e for e in ready if not filtered or zone in e.zone_hints]
+    return _unique(kept)
+
+
+def _given(  # noqa: PLR0911 - the section's list, one return per routing
+    dataplane: DataPlane,
+    svc: Service,
+    slices: list[EndpointSlice],
+    routing: Routing,
+    client: Node,
+) -> list[Endpoint]:
+    r = _usable(dataplane, slices)
+    zone, name = client.zone, client.name
+    if routing is Routing.CLUSTER:
+        return r
+    if routing is Routing.SAME_ZONE:
+        if dataplane in _LOCATED_ZONE:
+            return [e for e in r if e.zone == zone]
+        return [e for e in r if zone in e.zone_hints]
+    if routing is Routing.SAME_NODE:
+        if dataplane in _HINT_NODE:
+            return [e for e in r if name in e.node_hints]
+        return [e for e in r if e.node_name == name]
+    if routing is Routing.LOCAL:
+        return [e for e in r if e.node_name == name]
+    if routing is Routing.MIXED:
+        if dataplane is DataPlane.CILIUM_1_18_0:
+            return [e for e in r if not e.zone_hints or zone in e.zone_hints]
+        assert dataplane is DataPlane.INGRESS_NGINX
+        return _nginx_union(svc, slices, zone or "")
+    return []
+
+
+def reference(
+    verdict: ServiceVerdict, dataplane: DataPlane, nodes: list[Node], slices: list[EndpointSlice]
+) -> dict[str, Any] | None:
+    view = verdict.routing[dataplane]
+    r = _usable(dataplane, slices)
+    sums: dict[str, list[float]] = {}
+    for client in nodes:
+        if not (client.ready and client.zone and client.allocatable_cpu):
+            continue
+        routing = view.routing_of(client.name, client.zone)
+        assert routing is not None
+        given_ = _given(dataplane, verdict.service, slices, routing, client)
+        if not given_:
+            continue
+        share = sum(e.zone != client.zone for e in given_) / len(given_)
+        floor = 0.0 if any(e.zone == client.zone for e in r) else 1.0
+        w = float(client.allocatable_cpu)
+        acc = sums.setdefault(client.zone, [0.0, 0.0, 0.0])
+        acc[0] += w * share
+        acc[1] += w * floor
+        acc[2] += w
+    if not sums:
+        return None
+    total = sum(acc[2] for acc in sums.values())
+    return {
+        "effective": sum(acc[0] for acc in sums.values()) / total,
+        "floor": sum(acc[1] for acc in sums.values()) / total,
+        "zones": {z: {"effective": a[0] / a[2], "floor": a[1] / a[2]} for z, a in sums.items()},
+    }
+
+
+def _close(ours: dict[str, Any] | None, theirs: dict[str, Any] | None, where: str) -> None:
+    if theirs is None or ours is None:
+        assert ours == theirs, where
+        return
+    assert ours["effective"] == pytest.approx(theirs["effective"], abs=1e-3), where
+    assert ours["floor"] == pytest.approx(theirs["floor"], abs=1e-3), where
+    assert set(ours["zones"]) == set(theirs["zones"]), where
+    for zone, figures in theirs["zones"].items():
+        assert ours["zones"][zone]["effective"] == pytest.approx(figures["effective"], abs=1e-3)
+        assert ours["zones"][zone]["floor"] == pytest.approx(figures["floor"], abs=1e-3)
+
+
+def check_against_reference(
+    nodes: list[Node], services: list[Service], slices: list[EndpointSlice]
+) -> int:
+    """Every entry of every data plane agrees with the reference; the entries checked."""
+    evaluation = evaluate(nodes, services, slices, EVERY_DATAPLANE)
+    for verdict in evaluation.services:
+        field = cross_zone_field(verdict)
+        typed = [
+            s
+            for s in slices
+            if (s.namespace, s.service_name) == verdict.service.key
+            and s.address_type == verdict.address_type
+        ]
+        if routing_fields(verdict)["routing"] is None:
+            assert field is None
+            continue
+        assert field is not None
+        for dataplane in EVERY_DATAPLANE:
+            where = f"{verdict.key} {dataplane}"
+            _close(field[str(dataplane)], reference(verdict, dataplane, nodes, typed), where)
+    return len(evaluation.services)
+
+
+# -- by hand --------------------------------------------------------------------------------
+
+# Zone a and b have 4 cores each, zone c 8: weights 1/4, 1/4, 1/2.
+NODES = [node("a-1", "a", "4"), node("b-1", "b", "4"), node("c-1", "c", "8")]
+
+
+def _figures(
+    svc: Service, slices: list[EndpointSlice], dataplane: DataPlane, nodes: list[Node] = NODES
+) -> dict[str, Any] | None:
+    verdict = evaluate(nodes, [svc], slices, (dataplane,)).services[0]
+    field = cross_zone_field(verdict)
+    assert field is not None
+    figures: dict[str, Any] | None = field[str(dataplane)]
+    _close(figures, reference(verdict, dataplane, nodes, slices), "reference")
+    return figures
+
+
+def _hinted_ab() -> list[EndpointSlice]:
+    """Two endpoints in a and one in b, each hinted for its zone; none in c."""
+    return [
+        endpoint_slice(
+            endpoint("a", hints=("a",), node_name="a-1"),
+            endpoint("a", hints=("a",), node_name="a-1"),
+            endpoint("b", hints=("b",), node_name="b-1"),
+        )
+    ]
+
+
+def test_kube_proxy_same_zone_where_hinted_cluster_elsewhere() -> None:
+    figures = _figures(service(mode="Auto"), _hinted_ab(), DataPlane.KUBE_PROXY)
+    # a, b: same-zone, 0; c: cluster over 3 endpoints none in c, 1 (and no endpoint: floor 1).
+    assert figures == {
+        "effective": 0.5,
+        "floor": 0.5,
+        "zones": {
+            "a": {"effective": 0.0, "floor": 0.0},
+            "b": {"effective": 0.0, "floor": 0.0},
+            "c": {"effective": 1.0, "floor": 1.0},
+        },
+    }
+
+
+def test_cilium_no_topology_spreads_everywhere() -> None:
+    figures = _figures(service(mode="Auto"), _hinted_ab(), DataPlane.CILIUM_NO_TOPOLOGY)
+    assert figures is not None
+    # a: 1/3 cross, b: 2/3, c: 1 -> (1/3 + 2/3) / 4 + 1 / 2 = 0.75; avoidable 0.25.
+    assert figures["effective"] == pytest.approx(0.75)
+    assert figures["zones"]["b"]["effective"] == pytest.approx(2 / 3)
+    assert figures["floor"] == 0.5
+
+
+def test_istio_reads_located_zones_not_hints() -> None:
+    # Hinted for the wrong zones: istio does not care, it goes by where endpoints run.
+    slices = [
+        endpoint_slice(
+            endpoint("a", hints=("b",)), endpoint("b", hints=("a",)), endpoint("c", hints=("a",))
+        )
+    ]
+    figures = _figures(service(traffic_distribution="PreferClose"), slices, DataPlane.ISTIO)
+    assert figures is not None
+    assert figures["effective"] == 0.0
+    kube_proxy = _figures(service(traffic_distribution="PreferClose"), slices, DataPlane.KUBE_PROXY)
+    assert kube_proxy is not None
+    # kube-proxy follows the hints: a and b clients go to the other zone, c is cluster (2/3).
+    assert kube_proxy["zones"]["a"]["effective"] == 1.0
+    assert kube_proxy["zones"]["c"]["effective"] == pytest.approx(2 / 3)
+
+
+def test_same_node_by_node_hint_and_by_node_name() -> None:
+    slices = [
+        endpoint_slice(
+            endpoint("a", node_name="a-1", hints=("a",), node_hints=("a-1",)),
+            endpoint("b", node_name="b-1", hints=("b",), node_hints=("b-1",)),
+            endpoint("c", node_name="c-1", hints=("c",), node_hints=("c-1",)),
+        )
+    ]
+    svc = service(traffic_distribution="PreferSameNode")
+    for dataplane in (DataPlane.KUBE_PROXY, DataPlane.CILIUM, DataPlane.ISTIO):
+        figures = _figures(svc, slices, dataplane)
+        assert figures is not None
+        assert figures["effective"] == 0.0, dataplane
+
+
+def test_local_policy_endpoint_without_zone_counts_as_crossing() -> None:
+    slices = [
+        endpoint_slice(
+            endpoint("a", node_name="a-1"), endpoint(None, node_name="b-1"), endpoint("a")
+        )
+    ]
+    figures = _figures(service(internal_traffic_policy="Local"), slices, DataPlane.KUBE_PROXY)
+    # a-1: local, its endpoint in a: 0. b-1: local, zoneless endpoint: 1. c-1: dropped.
+    assert figures == {
+        "effective": 0.5,
+        "floor": 0.5,
+        "zones": {
+            "a": {"effective": 0.0, "floor": 0.0},
+            "b": {"effective": 1.0, "floor": 1.0},
+        },
+    }
+
+
+def test_cilium_1_18_0_mixed_uses_s_and_no_endpoints_has_no_share() -> None:
+    slices = [endpoint_slice(endpoint("a", hints=("a",)), endpoint("b"))]
+    figures = _figures(service(traffic_distribution="PreferClose"), slices, DataPlane.CILIUM_1_18_0)
+    # a: mixed over S = both: 1/2. b, c: cluster over both: 1/2 and 1.
+    assert figures is not None
+    assert figures["zones"]["a"] == {"effective": 0.5, "floor": 0.0}
+    assert figures["zones"]["c"] == {"effective": 1.0, "floor": 1.0}
+    refused = [endpoint_slice(endpoint("a", hints=("a",)), endpoint("b", hints=("b",)))]
+    figures = _figures(
+        service(traffic_distribution="PreferClose"), refused, DataPlane.CILIUM_1_18_0
+    )
+    # c is refused (no-endpoints): no share, so no zone c and it weighs nothing.
+    assert figures == {
+        "effective": 0.0,
+        "floor": 0.0,
+        "zones": {"a": {"effective": 0.0, "floor": 0.0}, "b": {"effective": 0.0, "floor": 0.0}},
+    }
+
+
+def test_ingress_nginx_mixed_is_the_union_of_the_slices() -> None:
+    slices = [
+        endpoint_slice(endpoint("a", hints=("a",)), endpoint("b", hints=("b",))),
+        endpoint_slice(endpoint("c")),
+    ]
+    figures = _figures(service(mode="auto"), slices, DataPlane.INGRESS_NGINX)
+    assert figures is not None
+    # a: {a-endpoint, c-endpoint}: 1/2; c: {c-endpoint} (the first slice has none for c): 0.
+    assert figures["zones"]["a"]["effective"] == 0.5
+    assert figures["zones"]["c"]["effective"] == 0.0
+
+
+def test_calico_cluster_without_ready_endpoints_uses_terminating_ones() -> None:
+    terminating = Endpoint("10.9.0.1", ready=False, zone="a", node_name="a-1", terminating=True)
+    slices = [endpoint_slice(terminating)]
+    assert _figures(service(), slices, DataPlane.KUBE_PROXY) is None
+    figures = _figures(service(), slices, DataPlane.CALICO_EBPF)
+    assert figures is not None
+    assert figures["zones"]["b"] == {"effective": 1.0, "floor": 1.0}
+
+
+def test_clients_need_a_zone_and_cpu_and_are_weighted_by_cpu() -> None:
+    nodes = [
+        *NODES,
+        node("nozone", None, "64"),
+        node("nocpu", "b", None),
+        node("down", "b", "64", ready=False),
+        node("cp", "a", "4", control_plane=True),
+    ]
+    figures = _figures(service(), _hinted_ab(), DataPlane.CILIUM_NO_TOPOLOGY, nodes)
+    assert figures is not None
+    # The control-plane node is a client (a proxy runs there): a weighs 8 of 20.
+    assert figures["effective"] == pytest.approx((8 / 3 + 4 * 2 / 3 + 8) / 20)
+
+
+def test_no_routing_makes_the_whole_field_null() -> None:
+    verdict = evaluate(NODES, [service(cluster_ip="None")], _hinted_ab(), EVERY_DATAPLANE).services[
+        0
+    ]
+    assert cross_zone_field(verdict) is None
+
+
+# -- random clusters and the public vectors -------------------------------------------------
+
+ZONES = ("a", "b", "c")
+
+
+@st.composite
+def clusters(draw: st.DrawFn) -> tuple[list[Node], list[Service], list[EndpointSlice]]:
+    names = [f"n{i}" for i in range(draw(st.integers(1, 7)))]
+    nodes = [
+        node(
+            name,
+            draw(st.sampled_from([*ZONES, None])),
+            draw(st.sampled_from(["1", "2", "3500m", None])),
+            ready=draw(st.sampled_from([True, True, False])),
+            control_plane=draw(st.booleans()),
+        )
+        for name in names
+    ]
+    endpoints = [
+        Endpoint(
+            address=f"10.0.0.{draw(st.integers(1, 12))}",
+            ready=draw(st.sampled_from([True, True, False, None])),
+            zone=draw(st.sampled_from([*ZONES, None])),
+            node_name=draw(st.sampled_from([*names, None])),
+            zone_hints=tuple(draw(st.lists(st.sampled_from([*ZONES, "z"]), max_size=2))),
+            node_hints=tuple(draw(st.lists(st.sampled_from(names), max_size=1))),
+            terminating=draw(st.sampled_from([None, True, False])),
+            serving=draw(st.sampled_from([None, True, False])),
+        )
+        for _ in range(draw(st.integers(0, 9)))
+    ]
+    cut = draw(st.integers(0, len(endpoints)))
+    slices = [endpoint_slice(*endpoints[:cut]), endpoint_slice(*endpoints[cut:])]
+    svc = Service(
+        namespace="default",
+        name="web",
+        deprecated_hints_annotation=draw(st.sampled_from([None, "Auto"])),
+        topology_mode_annotation=draw(st.sampled_from([None, "Auto", "auto", "disabled"])),
+        traffic_distribution=draw(
+            st.sampled_from([None, "PreferClose", "PreferSameNode", "PreferSameZone"])
+        ),
+        internal_traffic_policy=draw(st.sampled_from([None, "Cluster", "Local"])),
+        type="ClusterIP",
+        cluster_ip="10.96.0.1",
+        istio_traffic_distribution=draw(st.sampled_from([None, "PreferSameNode"])),
+    )
+    return nodes, [svc], slices
+
+
+@settings(max_examples=300, deadline=None)
+@given(cluster=clusters())
+def test_random_clusters_agree_with_the_reference(
+    cluster: tuple[list[Node], list[Service], list[EndpointSlice]],
+) -> None:
+    check_against_reference(*cluster)
+
+
+VECTORS = sorted(CONFORMANCE_DIR.glob("*.snapshot.json"))
+
+
+@pytest.mark.parametrize("snapshot", VECTORS, ids=lambda path: path.name.split(".")[0])
+def test_public_vectors_agree_with_the_reference(snapshot: Path) -> None:
+    loaded = load_snapshot(str(snapshot))
+    check_against_reference(list(loaded.nodes), list(loaded.services), list(loaded.endpoint_slices))
+
+
+def test_services_of_one_shape_share_one_computation() -> None:
+    """50 Services with endpoints in the same zones, hinted alike: one computed share per
+    data plane whose routing is zone-wide, and every one equal to the reference."""
+    from exporter.engine.crosszone import Clients, CrossZones  # noqa: PLC0415
+    from exporter.engine.evaluate import evaluate_service  # noqa: PLC0415 - beside evaluate
+
+    names = [f"web-{index}" for index in range(50)]
+    services = [service(name, mode="Auto") for name in names]
+    slices = [
+        endpoint_slice(
+            endpoint("a", hints=("a",)),
+            endpoint("b", hints=("b",)),
+            endpoint("b", hints=("a",)),
+            service=name,
+        )
+        for name in names
+    ]
+    shares = CrossZones(Clients.of(NODES))
+    evaluation = evaluate(NODES, services, slices, EVERY_DATAPLANE)
+    for svc, own in zip(services, slices, strict=True):
+        evaluate_service(
+            svc, [own], evaluation.capacity, evaluation.nodes, EVERY_DATAPLANE, cross_zones=shares
+        )
+    # Every routing here is zone-wide (no node exception, no `mixed`): one shape per plane.
+    assert shares.computed <= len(EVERY_DATAPLANE)
+    assert check_against_reference(NODES, services, slices) == 50
+
+
+@settings(max_examples=100, deadline=None)
+@given(first=clusters(), second=clusters())
+def test_one_evaluation_of_several_services_agrees_with_the_reference(
+    first: tuple[list[Node], list[Service], list[EndpointSlice]],
+    second: tuple[list[Node], list[Service], list[EndpointSlice]],
+) -> None:
+    """Entries of one evaluation share the memo: each still gets its own answer."""
+    nodes, (svc,), slices = first
+    _, (other,), other_slices = second
+    other = replace(other, name="other")
+    moved = [
+        replace(s, service_name="other", name=f"other-{i}") for i, s in enumerate(other_slices)
+    ]
+    check_against_reference(
+        nodes,
+        [svc, other, replace(svc, name="same")],
+        [
+            *slices,
+            *moved,
+            *(replace(s, service_name="same", name=f"same-{i}") for i, s in enumerate(slices)),
+        ],
+    )
