@@ -454,9 +454,14 @@ class ExpositionRenderer:
             chunks.extend(family)
         return chunks
 
-    def render_gzip(self, fmt: Format, tail: bytes = b"") -> list[bytes]:
-        """The hint families then `tail`, gzipped: one gzip member, as chunks to write."""
+    def render_gzip(self, fmt: Format, tail: bytes | Callable[[], bytes] = b"") -> list[bytes]:
+        """The hint families then `tail`, gzipped: one gzip member, as chunks to write.
+
+        A callable `tail` is called after the families are brought up to date (see
+        MetricsEndpoint.chunks)."""
         body = self._current()
+        if callable(tail):
+            tail = tail()
         if body is None:
             return gzip_stream([_deflate(tail)], zlib.crc32(tail), len(tail))
         segments = self._deflated(body)
@@ -777,11 +782,20 @@ class MetricsEndpoint:
         self, fmt: Format, encode_own: Callable[[CollectorRegistry], bytes], *, zipped: bool
     ) -> list[bytes]:
         """The hint families, then the exporter's own as `encode_own` writes them (last,
-        since an OpenMetrics encoder ends its output with `# EOF`); gzipped if zipped."""
-        own = encode_own(self._own)
+        since an OpenMetrics encoder ends its output with `# EOF`); gzipped if zipped.
+
+        The families are brought up to date before the own counters are read, so a scrape
+        never shows counters older than the state it shows: an object the informer skipped
+        as invalid before a later change is counted in every scrape that shows that change.
+        """
+
+        def own() -> bytes:
+            return encode_own(self._own)
+
         if zipped:
             return self._renderer.render_gzip(fmt, own)
-        return [*self._renderer.render(fmt), own]
+        families = self._renderer.render(fmt)
+        return [*families, own()]
 
     def expensive(self, environ: WSGIEnvironment) -> bool:
         """Whether prometheus_client renders this request (the server queues those)."""

@@ -9,6 +9,7 @@ import pytest
 from exporter.serve import Exporter, ServeOptions
 from exporter.sources.informer import InformerSettings
 from exporter.sources.kubeapi import Timeouts
+from tests.k8s_objects import endpoint_slice, service, three_zone_nodes, zone_endpoints
 from tests.kubeapi import FakeKubeAPI
 from tests.scrape import Scrape, base_url, running_exporter, scrape, wait_until
 
@@ -66,3 +67,29 @@ def eventually(
         relevant = "\n".join(line for line in text.splitlines() if "topology_hints_" in line)
         raise AssertionError(f"condition not reached; last scrape:\n{relevant}") from None
     return last[0]
+
+
+# -- a small cluster and what tests read of its scrapes (shared by the fault tests) --------------
+
+
+def web_cluster() -> list[dict[str, object]]:
+    """Three zones and one `auto` Service, shop/web, with nine endpoints."""
+    return [
+        *three_zone_nodes(),
+        service("shop", "web", topology_mode="Auto"),
+        endpoint_slice("shop", "web-1", "web", zone_endpoints(9)),
+    ]
+
+
+def restarts(result: Scrape, resource: str, cause: str) -> float:
+    return result.value("topology_hints_watch_restarts_total", resource=resource, cause=cause) or 0
+
+
+def exported(result: Scrape, name: str) -> bool:
+    return bool(result.labelled("topology_hints_service_info", namespace="shop", service=name))
+
+
+def add_late_service(api: FakeKubeAPI) -> None:
+    """A Service (with its slice: exported Services have endpoints) added while watched."""
+    api.apply(endpoint_slice("shop", "late-1", "late", zone_endpoints(3, prefix="10.0.9")))
+    api.apply(service("shop", "late", topology_mode="Auto"))

@@ -17,32 +17,18 @@ import pytest
 
 from tests.conftest import exporter_command
 from tests.e2e.prometheus import free_port
-from tests.k8s_objects import endpoint_slice, service, three_zone_nodes, zone_endpoints
+from tests.k8s_objects import endpoint_slice, zone_endpoints
 from tests.kubeapi import FakeKubeAPI, Request
-from tests.live.conftest import FAST, StartExporter, eventually
-from tests.scrape import Scrape, http_get, wait_until
-
-
-def _cluster() -> list[dict[str, object]]:
-    return [
-        *three_zone_nodes(),
-        service("shop", "web", topology_mode="Auto"),
-        endpoint_slice("shop", "web-1", "web", zone_endpoints(9)),
-    ]
-
-
-def _restarts(result: Scrape, resource: str, cause: str) -> float:
-    return result.value("topology_hints_watch_restarts_total", resource=resource, cause=cause) or 0
-
-
-def _exported(result: Scrape, name: str) -> bool:
-    return bool(result.labelled("topology_hints_service_info", namespace="shop", service=name))
-
-
-def _add_late_service(api: FakeKubeAPI) -> None:
-    """A Service (with its slice: exported Services have endpoints) added while watched."""
-    api.apply(endpoint_slice("shop", "late-1", "late", zone_endpoints(3, prefix="10.0.9")))
-    api.apply(service("shop", "late", topology_mode="Auto"))
+from tests.live.conftest import (
+    FAST,
+    StartExporter,
+    add_late_service,
+    eventually,
+    exported,
+    restarts,
+    web_cluster,
+)
+from tests.scrape import http_get, wait_until
 
 
 def _service_requests(api: FakeKubeAPI) -> list[Request]:
@@ -58,11 +44,11 @@ def test_retry_after_is_waited_as_told(
     kube_api: FakeKubeAPI, start_exporter: StartExporter, status: int
 ) -> None:
     """A 429/503 with Retry-After: 2 is retried after 2 s, not after the 0.3 s backoff."""
-    kube_api.load(_cluster())
+    kube_api.load(web_cluster())
     kube_api.throttle("services", retry_after=2, status=status, times=1)
     with start_exporter() as exporter:
-        result = eventually(exporter, lambda r: _restarts(r, "services", "throttled") == 1)
-        assert _restarts(result, "services", "error") == 0
+        result = eventually(exporter, lambda r: restarts(r, "services", "throttled") == 1)
+        assert restarts(result, "services", "error") == 0
     first, second = _lists(_service_requests(kube_api))[:2]
     waited = second.received - first.received
     assert 2.0 <= waited < 2.0 + FAST.backoff_max + 1.0, waited
@@ -73,7 +59,7 @@ def test_repeated_throttling_backs_off_and_recovers(
     kube_api: FakeKubeAPI, start_exporter: StartExporter
 ) -> None:
     """Three 429s in a row on a watch: each counted as throttled, each waited, then healthy."""
-    kube_api.load(_cluster())
+    kube_api.load(web_cluster())
     with start_exporter() as exporter:
         kube_api.wait_for_watches("endpointslices")
         kube_api.throttle("endpointslices", retry_after=1, times=3)
@@ -86,7 +72,7 @@ def test_repeated_throttling_backs_off_and_recovers(
                         address_type="IPv4") == 6
             ),
         )  # fmt: skip
-        assert _restarts(result, "endpointslices", "throttled") == 3
+        assert restarts(result, "endpointslices", "throttled") == 3
     watches = [
         request
         for request in kube_api.requests
@@ -100,7 +86,7 @@ def test_malformed_bookmark_version_relists_instead_of_wedging(
     kube_api: FakeKubeAPI, start_exporter: StartExporter
 ) -> None:
     """A bookmark with resourceVersion "abc": resumes get 400; after three, a relist heals it."""
-    kube_api.load(_cluster())
+    kube_api.load(web_cluster())
     # Only the injected bookmark, so that counting BOOKMARK events tells when it arrived.
     kube_api.bookmark_interval = 3600
     with start_exporter() as exporter:
@@ -120,9 +106,9 @@ def test_malformed_bookmark_version_relists_instead_of_wedging(
             ),
         )
         kube_api.drop_watches("services")
-        _add_late_service(kube_api)
-        result = eventually(exporter, lambda r: _exported(r, "late"))
-        assert _restarts(result, "services", "error") >= FAST.resume_attempts
+        add_late_service(kube_api)
+        result = eventually(exporter, lambda r: exported(r, "late"))
+        assert restarts(result, "services", "error") >= FAST.resume_attempts
     resumes = [r for r in _service_requests(kube_api) if r.query.get("resourceVersion") == "abc"]
     assert len(resumes) == FAST.resume_attempts
     assert len(_lists(_service_requests(kube_api))) == 2
@@ -132,14 +118,14 @@ def test_undecodable_event_replayed_on_every_resume_relists(
     kube_api: FakeKubeAPI, start_exporter: StartExporter
 ) -> None:
     """A DELETED event whose object cannot be decoded comes back on each resume: relist."""
-    kube_api.load(_cluster())
+    kube_api.load(web_cluster())
     with start_exporter() as exporter:
         kube_api.wait_for_watches("services")
         kube_api.inject_event("services", "DELETED", b'{"metadata": 17}')
-        _add_late_service(kube_api)
-        result = eventually(exporter, lambda r: _exported(r, "late"))
-        assert _restarts(result, "services", "error") >= FAST.resume_attempts
-        assert _exported(result, "web")
+        add_late_service(kube_api)
+        result = eventually(exporter, lambda r: exported(r, "late"))
+        assert restarts(result, "services", "error") >= FAST.resume_attempts
+        assert exported(result, "web")
     assert len(_lists(_service_requests(kube_api))) == 2
 
 
@@ -147,7 +133,7 @@ def test_objects_of_another_kind_are_counted_invalid_and_skipped(
     kube_api: FakeKubeAPI, start_exporter: StartExporter
 ) -> None:
     """A Pod on the Services watch is neither stored as a Service nor deletes one."""
-    kube_api.load(_cluster())
+    kube_api.load(web_cluster())
 
     def pod(name: str) -> dict[str, object]:
         return {
@@ -161,19 +147,19 @@ def test_objects_of_another_kind_are_counted_invalid_and_skipped(
         kube_api.wait_for_watches("services")
         kube_api.inject_event("services", "ADDED", pod("intruder"))
         kube_api.inject_event("services", "DELETED", pod("web"))
-        _add_late_service(kube_api)
-        result = eventually(exporter, lambda r: _exported(r, "late"))
-        assert not _exported(result, "intruder")
-        assert _exported(result, "web")
+        add_late_service(kube_api)
+        result = eventually(exporter, lambda r: exported(r, "late"))
+        assert not exported(result, "intruder")
+        assert exported(result, "web")
         assert result.value("topology_hints_invalid_objects_total", resource="services") == 2
-        assert _restarts(result, "services", "error") == 0
+        assert restarts(result, "services", "error") == 0
 
 
 def test_unknown_event_types_share_one_series(
     kube_api: FakeKubeAPI, start_exporter: StartExporter
 ) -> None:
     """300 unknown event types are counted under type="other": no new series."""
-    kube_api.load(_cluster())
+    kube_api.load(web_cluster())
     with start_exporter() as exporter:
         kube_api.wait_for_watches("services")
         for index in range(300):
@@ -191,7 +177,7 @@ def test_unknown_event_types_share_one_series(
             if dict(labels)["resource"] == "services"
         }
         assert types == {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR", "other"}
-        assert _restarts(result, "services", "error") == 0
+        assert restarts(result, "services", "error") == 0
 
 
 @pytest.mark.parametrize("fault", ["throttled", "stalled"])
@@ -199,7 +185,7 @@ def test_sigterm_is_honoured_while_waiting_on_the_api(
     kube_api: FakeKubeAPI, kubeconfig: Path, fault: str
 ) -> None:
     """SIGTERM during a 10-minute Retry-After, or a response that never comes: exit in 5 s."""
-    kube_api.load(_cluster())
+    kube_api.load(web_cluster())
     if fault == "throttled":
         kube_api.throttle("services", retry_after=600, times=None)
     else:

@@ -20,29 +20,16 @@ from exporter.sources.listing import ClusterReadError, read_cluster
 from tests.k8s_objects import endpoint_slice, event, service, three_zone_nodes, zone_endpoints
 from tests.kubeapi import FakeKubeAPI, Request
 from tests.kubeapi.status import status_body
-from tests.live.conftest import FAST, StartExporter, eventually
-from tests.scrape import Scrape, base_url, http_get
-
-
-def _cluster() -> list[dict[str, Any]]:
-    return [
-        *three_zone_nodes(),
-        service("shop", "web", topology_mode="Auto"),
-        endpoint_slice("shop", "web-1", "web", zone_endpoints(9)),
-    ]
-
-
-def _restarts(result: Scrape, resource: str, cause: str) -> float:
-    return result.value("topology_hints_watch_restarts_total", resource=resource, cause=cause) or 0
-
-
-def _exported(result: Scrape, name: str) -> bool:
-    return bool(result.labelled("topology_hints_service_info", namespace="shop", service=name))
-
-
-def _add_late_service(api: FakeKubeAPI) -> None:
-    api.apply(endpoint_slice("shop", "late-1", "late", zone_endpoints(3, prefix="10.0.9")))
-    api.apply(service("shop", "late", topology_mode="Auto"))
+from tests.live.conftest import (
+    FAST,
+    StartExporter,
+    add_late_service,
+    eventually,
+    exported,
+    restarts,
+    web_cluster,
+)
+from tests.scrape import base_url, http_get
 
 
 def _lists(api: FakeKubeAPI, resource: str) -> list[Request]:
@@ -64,14 +51,14 @@ def test_error_event_answered_on_every_resume_relists(
     As kube-apiserver answers a watch whose history holds an object it cannot decode
     (an encryption key lost: "Internal error occurred: unable to transform key").
     """
-    kube_api.load(_cluster())
+    kube_api.load(web_cluster())
     with start_exporter() as exporter:
         kube_api.wait_for_watches("services")
         message = "Internal error occurred: unable to transform key"
         kube_api.inject_event("services", "ERROR", status_body(500, "InternalError", message))
-        _add_late_service(kube_api)
-        result = eventually(exporter, lambda r: _exported(r, "late"))
-        assert _restarts(result, "services", "error") == FAST.resume_attempts
+        add_late_service(kube_api)
+        result = eventually(exporter, lambda r: exported(r, "late"))
+        assert restarts(result, "services", "error") == FAST.resume_attempts
         assert result.value("topology_hints_watch_up", resource="services") == 1
     assert len(_lists(kube_api, "services")) == 2
     resumed_from = [r.query["resourceVersion"] for r in _watches(kube_api, "services")]
@@ -86,7 +73,7 @@ def test_a_watch_stalled_mid_event_is_reported_and_restarted(
 ) -> None:
     """Half an event, then silence on an open connection: watch_up 0 and /readyz name the
     stall within the silence bound; the watch is reopened from where it was (no LIST)."""
-    kube_api.load(_cluster())
+    kube_api.load(web_cluster())
     # The reopened watch waits 1-2 s (backoff), long enough to see the report.
     settings = dataclasses.replace(
         FAST, watch_silence_seconds=1.0, backoff_initial=2.0, backoff_max=2.0
@@ -100,22 +87,21 @@ def test_a_watch_stalled_mid_event_is_reported_and_restarted(
                                type="BOOKMARK") or 0) >= 1,
         )  # fmt: skip
         assert kube_api.stall_watches("services", b'{"type":"MODIFIED","object":{"kind":"Se') == 1
-        _add_late_service(kube_api)
+        add_late_service(kube_api)
         stalled = eventually(
             exporter, lambda r: r.value("topology_hints_watch_up", resource="services") == 0
         )
-        assert _restarts(stalled, "services", "stalled") == 1
+        assert restarts(stalled, "services", "stalled") == 1
         status, body = http_get(url + "/readyz")
         assert status == 200, body
         assert "- services: its watch went silent" in body
         healed = eventually(
             exporter,
             lambda r: (
-                _exported(r, "late")
-                and r.value("topology_hints_watch_up", resource="services") == 1
+                exported(r, "late") and r.value("topology_hints_watch_up", resource="services") == 1
             ),
         )
-        assert _restarts(healed, "services", "error") == 0
+        assert restarts(healed, "services", "error") == 0
         assert http_get(url + "/readyz")[1].strip() == "ready"
     assert len(_lists(kube_api, "services")) == 1
 
@@ -124,15 +110,15 @@ def test_a_quiet_watch_without_bookmarks_is_reopened_silently(
     kube_api: FakeKubeAPI, start_exporter: StartExporter
 ) -> None:
     """A server that sends no bookmarks is silent while nothing changes: that is no stall."""
-    kube_api.load(_cluster())
+    kube_api.load(web_cluster())
     kube_api.bookmark_interval = 3600
     settings = dataclasses.replace(FAST, watch_silence_seconds=0.5)
     with start_exporter(informer=settings) as exporter:
-        result = eventually(exporter, lambda r: _restarts(r, "services", "closed") >= 2)
+        result = eventually(exporter, lambda r: restarts(r, "services", "closed") >= 2)
         assert result.value("topology_hints_watch_up", resource="services") == 1
-        assert _restarts(result, "services", "stalled") == 0
-        _add_late_service(kube_api)
-        eventually(exporter, lambda r: _exported(r, "late"))
+        assert restarts(result, "services", "stalled") == 0
+        add_late_service(kube_api)
+        eventually(exporter, lambda r: exported(r, "late"))
     assert len(_lists(kube_api, "services")) == 1
 
 
@@ -143,7 +129,7 @@ def test_a_list_the_server_never_answers_is_tried_once(
 
     (urllib3's default retried it three times: 4 x 60 s before /readyz named the resource.)
     """
-    kube_api.load(_cluster())
+    kube_api.load(web_cluster())
     kube_api.stall("nodes", 600)
     transport = KubeTransport(api_client(str(kubeconfig), "fake"))
     try:
@@ -157,7 +143,7 @@ def test_a_list_the_server_never_answers_is_tried_once(
 
 def test_a_list_that_trickles_in_is_bounded(kube_api: FakeKubeAPI, kubeconfig: Path) -> None:
     """A LIST page whose bytes each come within the read timeout still ends at Timeouts.body."""
-    kube_api.load(_cluster())
+    kube_api.load(web_cluster())
     kube_api.trickle("nodes", 0.05)  # 16 bytes per 50 ms: the page would take ~10 s
     started = time.monotonic()
     with pytest.raises(ClusterReadError, match="took longer than 1 s"):
@@ -171,7 +157,7 @@ def test_a_stalled_relist_is_named_by_readyz(
 ) -> None:
     """Ready, then a relist the server never answers: /readyz names it after one read timeout
     (3 s here), after one try (urllib3 retried it three times: four read timeouts)."""
-    kube_api.load(_cluster())
+    kube_api.load(web_cluster())
     # The next try waits 2.5-5 s: the LISTs counted below are those before the report.
     settings = dataclasses.replace(FAST, backoff_initial=5.0, backoff_max=5.0)
     with start_exporter(informer=settings) as exporter:
@@ -182,8 +168,8 @@ def test_a_stalled_relist_is_named_by_readyz(
         result = eventually(
             exporter, lambda r: r.value("topology_hints_watch_up", resource="nodes") == 0
         )
-        assert _restarts(result, "nodes", "expired") == 1
-        assert _restarts(result, "nodes", "error") == 1
+        assert restarts(result, "nodes", "expired") == 1
+        assert restarts(result, "nodes", "error") == 1
         assert len(_lists(kube_api, "nodes")) == 2  # the first list, and one stalled try
         status, body = http_get(url + "/readyz")
         assert status == 200
@@ -206,27 +192,19 @@ def test_an_event_over_the_line_limit_is_skipped_counted_and_logged_once(
 ) -> None:
     """Two watch events longer than max_line_bytes: each skipped and counted as an invalid
     object, one warning for both; the watch goes on (no restart) and later changes arrive."""
-    kube_api.load(_cluster())
+    kube_api.load(web_cluster())
     settings = dataclasses.replace(FAST, max_line_bytes=64 * 1024)
     with capture_logs() as logs, start_exporter(informer=settings) as exporter:
         kube_api.wait_for_watches("services")
         kube_api.apply(endpoint_slice("shop", "huge-1", "huge", zone_endpoints(3)))
         kube_api.apply(_annotated_service("huge", 100 * 1024))
         kube_api.apply(_annotated_service("huge", 200 * 1024))
-        _add_late_service(kube_api)
-        # Both skips counted, and the later change arrived: waited on together, since the
-        # count has been seen to trail the later Service's export by one scrape (why is not
-        # yet known; the events reach the client in order).
-        result = eventually(
-            exporter,
-            lambda r: (
-                _exported(r, "late")
-                and r.value("topology_hints_invalid_objects_total", resource="services") == 2
-            ),
-        )
-        assert not _exported(result, "huge")
+        add_late_service(kube_api)
+        result = eventually(exporter, lambda r: exported(r, "late"))
+        assert not exported(result, "huge")
+        assert result.value("topology_hints_invalid_objects_total", resource="services") == 2
         for cause in ("error", "stalled", "expired"):
-            assert _restarts(result, "services", cause) == 0
+            assert restarts(result, "services", cause) == 0
     warnings = [
         entry for entry in logs if entry["event"] == "skipping watch events longer than the limit"
     ]
@@ -253,7 +231,7 @@ def test_events_of_other_reasons_are_ignored_silently_whatever_their_size(
     invalid, not logged; a hint event with a long message is still read."""
     kube_api.load(
         [
-            *_cluster(),
+            *web_cluster(),
             _event("web.listed-backoff", "FailedToUpdateEndpoint", "m" * 100 * 1024),
             _event("web.listed-hint", "TopologyAwareHintsDisabled", "h" * 100 * 1024),
         ]
