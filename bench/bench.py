@@ -1120,9 +1120,12 @@ def growth_report(reports: list[dict[str, Any]]) -> dict[str, Any]:
         for report in reports:
             cluster = report["scale"] / base["scale"]
             value = report["figures"][figure.key]["median"]
-            factor = value / first if first else float("nan")
+            # A figure of 0 at the smallest scale (CPU time below the clock's tick at a tiny
+            # scale) has no growth factor: None, shown as "-".
+            factor = value / first if first and value is not None else None
+            worse = factor is not None and factor > cluster * GROWTH_TOLERANCE
             entries.append({"scale": report["scale"], "growth": factor, "cluster_growth": cluster,
-                            "worse_than_linear": factor > cluster * GROWTH_TOLERANCE})  # fmt: skip
+                            "worse_than_linear": worse})  # fmt: skip
         growth[figure.key] = entries
     return growth
 
@@ -1138,7 +1141,9 @@ def print_growth(reports: list[dict[str, Any]], growth: dict[str, Any]) -> None:
     for figure in FIGURES:
         entries = growth[figure.key]
         cells = [
-            f"{entry['growth']:.2f}" + ("!" if entry["worse_than_linear"] else "")
+            "-"
+            if entry["growth"] is None
+            else f"{entry['growth']:.2f}" + ("!" if entry["worse_than_linear"] else "")
             for entry in entries
         ]
         worse = [f"{e['scale']:g}x" for e in entries if e["worse_than_linear"]]

@@ -124,6 +124,9 @@ def growth_table(report: dict[str, Any]) -> str:
             if row is None:
                 cells.append("")
                 continue
+            if row["growth"] is None:  # 0 at the smallest scale: no factor
+                cells.append("-")
+                continue
             cell = f"{row['growth']:.2f}x (cluster {row['cluster_growth']:g}x)"
             cells.append(f"**{cell}**" if row["worse_than_linear"] else cell)
         lines.append(f"| {_title(definitions[key])} | {' | '.join(cells)} |")

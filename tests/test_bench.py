@@ -66,6 +66,19 @@ def test_benchmark_prints_every_row(tmp_path: Path) -> None:
     assert report.stdout.count("| measure | median [min-max] |") == 2
     for row in ROWS:
         assert row in report.stdout, (row, report.stdout)
+
+    # A figure of 0 at the smallest scale (CPU time below the clock's tick at a tiny scale)
+    # has no growth factor: the page says "-" rather than failing to format it.
+    key = next(iter(document["growth"]))
+    for entry in document["growth"][key]:
+        entry.update(growth=None, worse_than_linear=False)
+    output.write_text(json.dumps(document))
+    report = subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / "bench" / "report.py"), str(output)],
+        capture_output=True, text=True, timeout=60, check=False, cwd=PROJECT_ROOT,
+    )  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    assert " - |" in report.stdout
     assert "### Growth from the smallest scale" in report.stdout
 
 
