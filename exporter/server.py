@@ -401,6 +401,11 @@ class MetricsServer:
     def max_connections(self) -> int:
         return self._max_connections
 
+    @property
+    def queued_scrapes(self) -> int:
+        """Scrapes waiting for a slot now (an int the loop thread writes: safe to read)."""
+        return self._scrapes.waiting
+
     def start(self) -> None:
         self._thread.start()
         self._running.wait()
@@ -950,6 +955,11 @@ class _Gate:
                 return True
         finally:
             self._waiting -= 1
+
+    @property
+    def waiting(self) -> int:
+        """Requests waiting for a slot now."""
+        return self._waiting
 
     def release(self) -> None:
         self._semaphore.release()

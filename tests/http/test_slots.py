@@ -217,9 +217,12 @@ def test_queued_scrapes_beyond_the_bound_are_answered_503_at_once() -> None:
         return hello(environ, start_response)
 
     limits = HttpLimits(max_scrapes=2, max_queued=3)
-    with in_process(metrics, limits) as (_, served):
+    with in_process(metrics, limits) as (server, served):
         results, threads = in_threads(5, lambda: served.get("/metrics")[0])
         wait_for(lambda: blocking.running == 2, "two scrapes")
+        # All three others in the queue before the sixth: otherwise the sixth may take a
+        # queue place and wait, and one of the five be refused.
+        wait_for(lambda: server.queued_scrapes == 3, "three queued")
         status, headers, body = served.get("/metrics")
         assert (status, headers["Retry-After"], body) == (503, "1", b"busy, retry later\n")
         assert served.get("/readyz")[0] == 200
