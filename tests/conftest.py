@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -27,6 +28,18 @@ def exporter_command() -> list[str]:
     if script.exists():
         return [str(script)]
     return [sys.executable, "-m", "exporter"]
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """The command as a user runs it from the project's folder: its exit, stdout and stderr."""
+    return subprocess.run(
+        [*exporter_command(), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        cwd=PROJECT_ROOT,
+    )
 
 
 def require_binary(name: str) -> str:

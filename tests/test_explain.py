@@ -29,22 +29,12 @@ from exporter.engine import (
 )
 from exporter.explain import ExplainOptions, explain_text, select_verdicts
 from tests.conftest import EXAMPLES_DIR, PROJECT_ROOT, exporter_command
+from tests.conftest import run_cli as run
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 CLI_DOC = PROJECT_ROOT / "docs" / "cli.md"
 WALKTHROUGH = PROJECT_ROOT / "docs" / "walkthrough.md"
 ZONES = ("zone-a", "zone-b", "zone-c")
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*exporter_command(), *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-        cwd=PROJECT_ROOT,
-    )
 
 
 def explain(example: str, *args: str) -> str:

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import CONFORMANCE_DIR, EXAMPLES_DIR
-from tests.test_routing_cli import flat, run
+from tests.conftest import run_cli as run
+from tests.test_routing_cli import flat
 
 SAME_NODE = str(CONFORMANCE_DIR / "proxy-samenode-all-node-hints.snapshot.json")
 PREFER_CLOSE = str(CONFORMANCE_DIR / "upstream-trafficdist-prefer-close-zone-hints.snapshot.json")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,8 @@ import pytest
 from exporter.cli import build_parser, parse_dataplanes
 from exporter.engine import DataPlane
 from exporter.serve import ServeOptions
-from tests.conftest import CONFORMANCE_DIR, EXAMPLES_DIR, PROJECT_ROOT, exporter_command
+from tests.conftest import CONFORMANCE_DIR, EXAMPLES_DIR
+from tests.conftest import run_cli as run
 from tests.k8s_objects import (
     Obj,
     as_list,
@@ -24,17 +24,6 @@ from tests.k8s_objects import (
 
 ALL_IDS = ",".join(DataPlane)
 READY_ABSENT = CONFORMANCE_DIR / "upstream-addhints-2-ready-1-unready-1-unknown-after.snapshot.json"
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*exporter_command(), *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-        cwd=PROJECT_ROOT,
-    )
 
 
 def flat(text: str) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ import structlog
 
 from exporter.logs import configure_logging
 from exporter.terminal import json_printable, printable
-from tests.conftest import PROJECT_ROOT, exporter_command
+from tests.conftest import run_cli as run
 from tests.k8s_objects import as_list, endpoint, endpoint_slice, node, service
 
 # Retitles the terminal (OSC 0 ... BEL), clears it (CSI 2J), returns the carriage, and an
@@ -35,17 +34,6 @@ def strings(document: object) -> set[str]:
     if isinstance(document, list):
         return set().union(*(strings(value) for value in document))
     return {document} if isinstance(document, str) else set()
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*exporter_command(), *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-        cwd=PROJECT_ROOT,
-    )
 
 
 @pytest.fixture(scope="module")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import CONFORMANCE_DIR, EXAMPLES_DIR, exporter_command
+from tests.conftest import CONFORMANCE_DIR, EXAMPLES_DIR
+from tests.conftest import run_cli as run
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 SERVICE_NAME = "kubernetes.io/service-name"
@@ -26,12 +26,6 @@ CLUSTERS = [
     CONFORMANCE_DIR / "upstream-trafficdist-prefer-close-zone-hints.snapshot.json",
 ]
 COMPARED = ("expected_state", "reason", "ready_endpoints", "nearest_feasible_endpoints")
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*exporter_command(), *args], capture_output=True, text=True, check=False, timeout=60
-    )
 
 
 def evaluate_document(items: list[dict[str, Any]], tmp_path: Path) -> dict[str, Any]:
