@@ -351,8 +351,10 @@ class Handler(BaseHTTPRequestHandler):
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(body)
+        # Counted before it is written: a client that has read the body may look at the
+        # record at once, before this thread returns from the write.
         self._served.bytes += len(body)
+        self.wfile.write(body)
 
     def _send_trickled(self, body: bytes, interval: float) -> None:
         """A 200 whose body goes out a few bytes at a time (Faults.trickle)."""
@@ -362,16 +364,16 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         for start in range(0, len(body), _TRICKLE_BYTES):
-            self.wfile.write(body[start : start + _TRICKLE_BYTES])
             self._served.bytes += len(body[start : start + _TRICKLE_BYTES])
+            self.wfile.write(body[start : start + _TRICKLE_BYTES])
             if not self.backend.faults.pause(interval):
                 self.close_connection = True
                 return
 
     def _chunk(self, data: bytes) -> None:
         if data:
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self._served.bytes += len(data)
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
 
     def _watch(self, served: Resource, namespace: str | None, query: dict[str, str]) -> None:
         timeout = int_param(query, "timeoutSeconds", 0)
