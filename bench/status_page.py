@@ -24,11 +24,11 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from cluster import ClusterSize, cluster_objects  # noqa: E402
 
-from exporter.evaluator import Evaluator, ExporterState  # noqa: E402
+from exporter.http.server import MetricsServer  # noqa: E402
+from exporter.live.evaluator import Evaluator, ExporterState  # noqa: E402
+from exporter.live.store import ClusterStore  # noqa: E402
 from exporter.runtime import tune_garbage_collector  # noqa: E402
-from exporter.server import MetricsServer  # noqa: E402
-from exporter.snapshot import parse_snapshot  # noqa: E402
-from exporter.store import ClusterStore  # noqa: E402
+from exporter.sources.snapshot import parse_snapshot  # noqa: E402
 from exporter.web.app import StatusPages  # noqa: E402
 
 

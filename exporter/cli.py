@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from exporter import __version__
-from exporter.document import formatted_evaluation_document, service_document
 from exporter.engine import DEFAULT_DATAPLANES, DataPlane
 from exporter.engine.profile import (
     Gate,
@@ -25,7 +24,8 @@ from exporter.engine.profile import (
     parse_minor,
 )
 from exporter.engine.whatif import MAX_SCENARIO_COUNT
-from exporter.overview import (
+from exporter.report.document import formatted_evaluation_document, service_document
+from exporter.report.overview import (
     NODES,
     SERVICES,
     exit_status,
@@ -37,15 +37,20 @@ from exporter.overview import (
     summary_text,
     with_problems,
 )
-from exporter.quantity import parse_quantity
 from exporter.runtime import tune_garbage_collector
-from exporter.snapshot import DEFAULT_MAX_INPUT_BYTES, Snapshot, SnapshotError, load_snapshot
+from exporter.sources.quantity import parse_quantity
+from exporter.sources.snapshot import (
+    DEFAULT_MAX_INPUT_BYTES,
+    Snapshot,
+    SnapshotError,
+    load_snapshot,
+)
 from exporter.terminal import json_printable, printable
 
 if TYPE_CHECKING:
     from exporter.engine import Evaluation
     from exporter.engine.whatif import ScenarioStep
-    from exporter.serve import ServeOptions
+    from exporter.live.serve import ServeOptions
 
 # `serve` and its sources (the `kubernetes` client, prometheus_client) are imported by the
 # commands that need them only: evaluate and explain on a snapshot start in a fraction of
@@ -439,8 +444,8 @@ def _check_tls_flags(args: argparse.Namespace) -> None:
 
 
 def _serve_options(args: argparse.Namespace) -> ServeOptions:
-    from exporter.serve import ServeOptions, resolve_shard, split_list  # noqa: PLC0415
-    from exporter.server import parse_listen_address  # noqa: PLC0415
+    from exporter.http.server import parse_listen_address  # noqa: PLC0415
+    from exporter.live.serve import ServeOptions, resolve_shard, split_list  # noqa: PLC0415
     from exporter.sources.informer import InformerSettings  # noqa: PLC0415
     from exporter.web.links import parse_external_url  # noqa: PLC0415
 
@@ -522,9 +527,9 @@ def _without_auto(values: Sequence[str] | None) -> list[str]:
 
 
 def _run_serve(args: argparse.Namespace) -> int:
-    from exporter import serve  # noqa: PLC0415
+    from exporter.http.webconfig import WebConfigError  # noqa: PLC0415
+    from exporter.live import serve  # noqa: PLC0415
     from exporter.sources.kubeapi import ConfigError  # noqa: PLC0415
-    from exporter.webconfig import WebConfigError  # noqa: PLC0415
 
     options = _serve_options(args)
     try:
@@ -639,7 +644,7 @@ def _check_namespace(snapshot: Snapshot, namespace: str, where: str) -> None:
 
 
 def _run_explain(args: argparse.Namespace) -> int:
-    from exporter.explain import ExplainOptions, explain_text  # noqa: PLC0415
+    from exporter.report.explain import ExplainOptions, explain_text  # noqa: PLC0415
 
     dataplanes = parse_dataplanes(args.dataplane)
     namespace, name = _scope(args)
@@ -711,9 +716,9 @@ def _zone_loss_skipped(snapshot: Snapshot) -> int:
 
 
 def _run_what_if(args: argparse.Namespace) -> int:
-    from exporter import whatif_report as report  # noqa: PLC0415
     from exporter.engine import whatif  # noqa: PLC0415
-    from exporter.explain import ExplainOptions  # noqa: PLC0415
+    from exporter.report import whatif as report  # noqa: PLC0415
+    from exporter.report.explain import ExplainOptions  # noqa: PLC0415
 
     if (args.max_surge or args.max_unavailable) and not args.rollout:
         raise CommandError("--max-surge and --max-unavailable describe a --rollout")
@@ -753,8 +758,8 @@ def _run_what_if(args: argparse.Namespace) -> int:
 
 
 def _scenario_step(kind: str, value: str) -> ScenarioStep:
-    from exporter import whatif_report as report  # noqa: PLC0415
     from exporter.engine import whatif  # noqa: PLC0415
+    from exporter.report import whatif as report  # noqa: PLC0415
 
     if kind == "lose-zone":
         return whatif.LoseZone(value)

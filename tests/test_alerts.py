@@ -13,9 +13,9 @@ import yaml
 from alerts import generate
 from exporter.metrics.families import FAMILIES, MetricType
 from exporter.metrics.monitoring import JOB_SELECTOR, OPTIONAL_RESOURCES, OVERLOAD_LIMIT
-from exporter.resources import Resource
 from exporter.sources import cluster as cluster_sources
 from exporter.sources.informer import ResourceSpec
+from exporter.vocabulary import Resource
 from tests.conftest import PROJECT_ROOT, require_binary
 
 ALERTS_DIR = PROJECT_ROOT / "alerts"

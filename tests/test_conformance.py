@@ -68,7 +68,7 @@ ROUTING_VECTORS = sorted(CONFORMANCE_DIR.glob("*.routing.json"))
 
 def test_every_vector_has_its_routing() -> None:
     """Each snapshot has the routing of every data plane of section 10: `--dataplane` runs on
-    them all. (kube-proxy-1.33, of section 12, is checked by tests/test_profile_cli.py.)"""
+    them all. (kube-proxy-1.33, of section 12, is checked by tests/cli/test_profile_cli.py.)"""
     assert len(ROUTING_VECTORS) == len(VECTORS)
     section_10 = [
         dataplane for dataplane in DataPlane if dataplane is not DataPlane.KUBE_PROXY_1_33

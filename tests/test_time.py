@@ -6,11 +6,11 @@ import random
 
 from freezegun import freeze_time
 
-from exporter.decode import RawEvent, controller_event_from_raw
-from exporter.evaluator import Evaluator
+from exporter.live.evaluator import Evaluator
+from exporter.live.store import ClusterStore
 from exporter.metrics.instruments import StatusCollector
+from exporter.sources.decode import RawEvent, controller_event_from_raw
 from exporter.sources.informer import Backoff
-from exporter.store import ClusterStore
 from tests.k8s_objects import event
 
 

@@ -1,7 +1,7 @@
 """The engine's inputs: the few fields of Nodes, Services and EndpointSlices the rules read.
 
 Everything here is immutable. Decoding from Kubernetes JSON happens at the edges
-(`exporter.decode`); the engine never sees a raw object.
+(`exporter.sources.decode`); the engine never sees a raw object.
 """
 
 from __future__ import annotations

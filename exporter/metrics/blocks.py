@@ -17,7 +17,7 @@ import bisect
 from array import array
 from collections.abc import Iterable, Iterator
 
-from exporter.store import ServiceKey
+from exporter.vocabulary import ServiceKey
 
 Row = tuple[bytes, ...]
 # A row in which None stands for a column's chunk as it already is (kept from the row it

@@ -43,7 +43,7 @@ from prometheus_client import CollectorRegistry, make_wsgi_app
 
 from exporter.engine import ReadyNodes
 from exporter.engine.whatif import NO_FORECAST
-from exporter.evaluator import ExporterState, ServiceResult
+from exporter.live.evaluator import ExporterState, ServiceResult
 from exporter.metrics.blocks import Row, SortedBlocks, Update
 from exporter.metrics.collector import ExportOptions, FamilyFilter, is_exported
 from exporter.metrics.families import (
@@ -73,7 +73,7 @@ from exporter.metrics.lines import (
     value_text,
 )
 from exporter.metrics.negotiation import Negotiated, honouring_quality, negotiate
-from exporter.store import ServiceKey
+from exporter.vocabulary import ServiceKey
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment

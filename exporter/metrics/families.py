@@ -38,8 +38,8 @@ from exporter.engine import (
     ServiceVerdict,
 )
 from exporter.engine.whatif import MAX_ZONE_LOSS_ZONES, NO_FORECAST, EntryForecast
-from exporter.evaluator import ExporterState, ServiceResult
-from exporter.store import ServiceKey
+from exporter.live.evaluator import ExporterState, ServiceResult
+from exporter.vocabulary import ServiceKey
 
 PREFIX = "topology_hints_"
 

@@ -8,7 +8,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from exporter.evaluator import ExporterState
+from exporter.live.evaluator import ExporterState
 from exporter.metrics.families import (
     BUILD_INFO,
     CROSS_ZONE_PRICE_PER_GIB,
@@ -25,7 +25,7 @@ from exporter.metrics.families import (
     WATCH_RESTARTS_TOTAL,
     WATCH_UP,
 )
-from exporter.resources import (
+from exporter.vocabulary import (
     EVENT_TYPE_LABELS,
     RESTART_CAUSES,
     EventTypeLabel,

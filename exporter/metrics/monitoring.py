@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from exporter.engine import DATA_PLANES, OVERLOAD_LIMIT, Mechanism, ProxyMode, Routing
 from exporter.metrics.families import Scope
-from exporter.resources import OPTIONAL_RESOURCES
+from exporter.vocabulary import OPTIONAL_RESOURCES
 
 __all__ = [
     "ENTRY_IDENTITY",

@@ -6,7 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from exporter.decode import (
+from exporter.engine import EndpointSlice, Node, Service
+from exporter.live.store import ClusterStore
+from exporter.sources.decode import (
     RawEndpointSlice,
     RawEvent,
     RawNode,
@@ -17,10 +19,8 @@ from exporter.decode import (
     node_from_raw,
     service_from_raw,
 )
-from exporter.engine import EndpointSlice, Node, Service
-from exporter.resources import OPTIONAL_RESOURCES, Resource
 from exporter.sources.informer import ResourceSpec
-from exporter.store import ClusterStore, ControllerEvent
+from exporter.vocabulary import OPTIONAL_RESOURCES, ControllerEvent, Resource
 
 _Slim = TypeVar("_Slim")
 

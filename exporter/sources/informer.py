@@ -32,16 +32,16 @@ import msgspec
 import structlog
 import urllib3
 
-from exporter.decode import (
+from exporter.sources.decode import (
     JsonDecoder,
     ObjectMeta,
     Status,
     WatchEvent,
     decode_json,
 )
-from exporter.resources import EventTypeLabel, Resource, RestartCause, event_type_label
 from exporter.sources.kubeapi import ApiStatusError, Timeouts, read_body
 from exporter.sources.lists import NOT_OLDER_THAN, ResourceReader
+from exporter.vocabulary import EventTypeLabel, Resource, RestartCause, event_type_label
 
 
 class _Metadata(Protocol):
@@ -207,7 +207,7 @@ class Informer(Generic[_Raw, _Slim]):
         self._settings = settings or InformerSettings()
         self._stop = threading.Event()
         self._response: urllib3.BaseHTTPResponse | None = None
-        # exporter.decode's decoders: every failure is a msgspec.DecodeError (or, for one
+        # exporter.sources.decode's decoders: every failure is a msgspec.DecodeError (or, for one
         # object, an InvalidObjectError), never UnicodeDecodeError or RecursionError.
         self._reader: ResourceReader[_Raw, _Slim] = ResourceReader(
             spec, lambda error: self._invalid(error.name, error.problem)

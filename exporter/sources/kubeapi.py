@@ -1,6 +1,6 @@
 """The `kubernetes` client for configuration, authentication and transport, and nothing more.
 
-Responses are read as raw bytes and decoded by `exporter.decode`: the client's models
+Responses are read as raw bytes and decoded by `exporter.sources.decode`: the client's models
 cost about 20x more time and 7x more memory on a large EndpointSlice list.
 """
 

@@ -14,7 +14,6 @@ from typing import Any
 import msgspec
 import urllib3
 
-from exporter.snapshot import Snapshot
 from exporter.sources.cluster import ENDPOINT_SLICES, NODES, SERVICES
 from exporter.sources.informer import ResourceSpec
 from exporter.sources.kubeapi import (
@@ -25,6 +24,7 @@ from exporter.sources.kubeapi import (
     read_body,
 )
 from exporter.sources.lists import ResourceReader
+from exporter.sources.snapshot import Snapshot
 from exporter.sources.version import read_server_minor
 
 HTTP_FORBIDDEN = 403

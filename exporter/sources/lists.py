@@ -2,7 +2,7 @@
 
 Both the live informers (`exporter.sources.informer`) and the one-shot commands
 (`exporter.sources.listing`) read lists here, so every LIST body goes through
-`exporter.decode`'s bounded decoders (one malformed object is skipped and named, never a
+`exporter.sources.decode`'s bounded decoders (one malformed object is skipped and named, never a
 traceback) whichever command asked.
 
 Two ways to ask, as client-go's reflector and kube-state-metrics' --use-apiserver-cache:
@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import msgspec
 
-from exporter.decode import InvalidObjectError, JsonDecoder, ListMeta, ListPage, ObjectDecoder
+from exporter.sources.decode import (
+    InvalidObjectError,
+    JsonDecoder,
+    ListMeta,
+    ListPage,
+    ObjectDecoder,
+)
 
 if TYPE_CHECKING:
     from exporter.sources.informer import ResourceSpec, _RawObject

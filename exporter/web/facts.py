@@ -1,8 +1,8 @@
 """What the status pages say about the cluster and one Service: `explain`'s facts, as data.
 
-The sentences come from `exporter.explain` (the terminal text is laid out there; here only
+The sentences come from `exporter.report.explain` (the terminal text is laid out there; here only
 its facts and sentences are taken), so the page and `explain` never disagree. Every import
-from `exporter.explain` is in this module, so a change there is adapted in one place.
+from `exporter.report.explain` is in this module, so a change there is adapted in one place.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from exporter.engine import (
     ServiceVerdict,
 )
 from exporter.engine.allocation import OVERLOAD_LIMIT, refusal_reason
-from exporter.explain import (
+from exporter.report.explain import (
     _MODE_TEXT,
     AVOIDABLE_WORTH_SAYING,
     TABLE_COLUMNS,

@@ -19,12 +19,12 @@ from urllib.parse import parse_qs, urlencode
 
 from exporter.engine import Evaluation, ExpectedState, Mechanism, ServiceVerdict
 from exporter.engine.whatif import NO_FORECAST, EntryForecast, services_losing_hints
-from exporter.evaluator import ExporterState, ServiceResult
-from exporter.explain import AVOIDABLE_WORTH_SAYING, whole_percent, zone_loss_skipped_text
+from exporter.live.evaluator import ExporterState, ServiceResult
+from exporter.report.explain import AVOIDABLE_WORTH_SAYING, whole_percent, zone_loss_skipped_text
+from exporter.vocabulary import ServiceKey
 from exporter.web.facts import ClusterFacts, cluster_facts, has_overloaded_zone, share
 from exporter.web.links import Links
 
-ServiceKey = tuple[str, str]
 DEFAULT_PER_PAGE = 100
 PER_PAGE_CHOICES = (50, 100, 500)
 MAX_PER_PAGE = 1000
@@ -101,7 +101,7 @@ def routing_problems(verdict: ServiceVerdict) -> tuple[list[str], list[str]]:
 def problems_of(verdict: ServiceVerdict) -> tuple[tuple[str, ...], Severity]:
     broken = []
     # A headless or ExternalName Service's hints are read by no data plane: as `explain`,
-    # their state is no problem (exporter.overview.problems).
+    # their state is no problem (exporter.report.overview.problems).
     if verdict.proxied and verdict.expected_state is ExpectedState.DISABLED:
         broken.append("hints disabled")
     completeness = verdict.hint_completeness

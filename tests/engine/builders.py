@@ -1,6 +1,6 @@
 """Tiny builders for engine inputs, so that engine tests read like tables.
 
-CPU quantities go through `exporter.decode.cpu_cores`, the parser the exporter uses.
+CPU quantities go through `exporter.sources.decode.cpu_cores`, the parser the exporter uses.
 """
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
 
-from exporter.decode import cpu_cores
 from exporter.engine import (
     ClusterCapacity,
     Endpoint,
@@ -19,6 +18,7 @@ from exporter.engine import (
     cluster_capacity,
     evaluate,
 )
+from exporter.sources.decode import cpu_cores
 
 _addresses = itertools.count(1)
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from exporter.decode import cpu_cores, decode_node
 from exporter.engine import MissingInfo, NodeProblem, cluster_capacity
+from exporter.sources.decode import cpu_cores, decode_node
 from tests.engine.builders import node, zone_nodes
 
 ZONE = MissingInfo.ZONE

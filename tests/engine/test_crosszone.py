@@ -15,7 +15,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exporter.document import cross_zone_field, routing_fields
 from exporter.engine import (
     DataPlane,
     Endpoint,
@@ -26,7 +25,8 @@ from exporter.engine import (
     ServiceVerdict,
     evaluate,
 )
-from exporter.snapshot import load_snapshot
+from exporter.report.document import cross_zone_field, routing_fields
+from exporter.sources.snapshot import load_snapshot
 from tests.conftest import CONFORMANCE_DIR
 from tests.engine.builders import endpoint, endpoint_slice, node, service
 

@@ -26,7 +26,7 @@ from exporter.engine.whatif import (
     zone_loss,
     zone_loss_views,
 )
-from exporter.snapshot import load_snapshot
+from exporter.sources.snapshot import load_snapshot
 from tests.conftest import CONFORMANCE_DIR, EXAMPLES_DIR
 from tests.engine.builders import (
     auto_service,

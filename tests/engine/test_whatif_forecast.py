@@ -19,7 +19,7 @@ from exporter.engine.whatif import (
     what_if,
     zone_loss_views,
 )
-from exporter.snapshot import load_snapshot
+from exporter.sources.snapshot import load_snapshot
 from tests.conftest import CONFORMANCE_DIR, EXAMPLES_DIR
 
 SNAPSHOTS = [

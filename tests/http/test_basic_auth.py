@@ -8,8 +8,13 @@ from pathlib import Path
 import bcrypt
 import pytest
 
-from exporter.server import BasicAuth
-from exporter.webconfig import BCRYPT_MAX_COST, MAX_PASSWORD_BYTES, WebConfigError, load_web_config
+from exporter.http.server import BasicAuth
+from exporter.http.webconfig import (
+    BCRYPT_MAX_COST,
+    MAX_PASSWORD_BYTES,
+    WebConfigError,
+    load_web_config,
+)
 
 # The least cost bcrypt accepts: the tests hash quickly, and the checks are the same.
 COST = 4

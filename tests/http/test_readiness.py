@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.serve import describe_problem
+from exporter.live.serve import describe_problem
 from tests.conftest import exporter_command
 from tests.scrape import http_get, wait_until
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from exporter.server import HttpLimits, MetricsServer, make_app, route
+from exporter.http.server import HttpLimits, MetricsServer, make_app, route
 from tests.http.support import Served, serve
 
 if TYPE_CHECKING:

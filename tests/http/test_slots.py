@@ -21,7 +21,7 @@ import bcrypt
 import pytest
 from structlog.testing import capture_logs
 
-from exporter.server import BasicAuth, HttpLimits, MetricsServer, default_routes, make_app
+from exporter.http.server import BasicAuth, HttpLimits, MetricsServer, default_routes, make_app
 from tests.http.support import Served
 
 if TYPE_CHECKING:

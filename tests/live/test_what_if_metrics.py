@@ -16,7 +16,7 @@ from exporter.engine.whatif import (
     zone_loss_views,
 )
 from exporter.metrics import families as f
-from exporter.snapshot import load_snapshot
+from exporter.sources.snapshot import load_snapshot
 from tests.k8s_objects import (
     Obj,
     as_list,

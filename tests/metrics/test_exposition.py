@@ -12,7 +12,8 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as _generate_openmetrics
 
-from exporter.evaluator import Evaluator
+from exporter.live.evaluator import Evaluator
+from exporter.live.store import ClusterStore
 from exporter.metrics.collector import (
     ExportOptions,
     FamilyFilter,
@@ -20,8 +21,8 @@ from exporter.metrics.collector import (
     HintsCollector,
 )
 from exporter.metrics.exposition import ExpositionRenderer, Format
-from exporter.snapshot import load_snapshot
-from exporter.store import ClusterStore, ControllerEvent
+from exporter.sources.snapshot import load_snapshot
+from exporter.vocabulary import ControllerEvent
 from tests.conftest import EXAMPLES_DIR
 from tests.k8s_objects import as_list, endpoint_slice, service, three_zone_nodes, zone_endpoints
 from tests.metrics.conftest import ServeSnapshot

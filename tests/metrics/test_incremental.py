@@ -27,14 +27,15 @@ from prometheus_client.openmetrics.exposition import generate_latest as _generat
 from bench.cluster import ClusterSize, cluster_objects
 from exporter.engine import ReadyNodes
 from exporter.engine.model import EndpointSlice, Node, Service
-from exporter.evaluator import Evaluator, ExporterState
+from exporter.live.evaluator import Evaluator, ExporterState
+from exporter.live.serve import Exporter
+from exporter.live.store import ClusterStore
 from exporter.metrics.blocks import SortedBlocks
 from exporter.metrics.collector import ExportOptions, HintsCollector
 from exporter.metrics.exposition import ExpositionRenderer, Format
 from exporter.metrics.families import HINT_FAMILIES, PerService
-from exporter.serve import Exporter
-from exporter.snapshot import parse_snapshot
-from exporter.store import ClusterStore, ControllerEvent
+from exporter.sources.snapshot import parse_snapshot
+from exporter.vocabulary import ControllerEvent
 from tests.metrics.conftest import ServeSnapshot
 from tests.scrape import base_url, wait_until
 

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING
 import pytest
 from prometheus_client import CollectorRegistry, make_wsgi_app
 
-from exporter.evaluator import Evaluator
+from exporter.live.evaluator import Evaluator
+from exporter.live.store import ClusterStore
 from exporter.metrics.collector import FamilyFilter, FilteringCollector, HintsCollector
 from exporter.metrics.exposition import ExpositionRenderer, MetricsEndpoint
 from exporter.metrics.instruments import ExporterMetrics
 from exporter.metrics.negotiation import honoured, honouring_quality, negotiate
-from exporter.snapshot import load_snapshot
-from exporter.store import ClusterStore
+from exporter.sources.snapshot import load_snapshot
 from tests.conftest import EXAMPLES_DIR
 
 if TYPE_CHECKING:

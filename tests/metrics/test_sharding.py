@@ -6,6 +6,7 @@ from collections import Counter
 
 import pytest
 
+from exporter.live.serve import resolve_shard, shard_of
 from exporter.metrics.families import (
     CONTROLLER_EVENTS_TOTAL,
     HINT_FAMILIES,
@@ -16,7 +17,6 @@ from exporter.metrics.families import (
     ZONE_LOSS_SERVICES_LOSING_HINTS,
     Scope,
 )
-from exporter.serve import resolve_shard, shard_of
 from tests.conftest import EXAMPLES_DIR
 from tests.metrics.conftest import ServeSnapshot
 from tests.scrape import Scrape, SeriesKey, base_url, scrape

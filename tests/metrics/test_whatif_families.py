@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from exporter.engine.whatif import EntryForecast, Margin
-from exporter.evaluator import Evaluator
+from exporter.live.evaluator import Evaluator
+from exporter.live.store import ClusterStore
 from exporter.metrics import families as f
-from exporter.snapshot import load_snapshot
-from exporter.store import ClusterStore
+from exporter.sources.snapshot import load_snapshot
 from tests.conftest import CONFORMANCE_DIR, EXAMPLES_DIR, exporter_command
 from tests.k8s_objects import (
     Obj,

@@ -15,11 +15,11 @@ import msgspec
 import pytest
 
 from bench.cluster import ClusterSize, cluster_objects
-from exporter.document import evaluation_document, service_document
-from exporter.evaluator import Evaluator, ExporterState
-from exporter.serve import ServeOptions
-from exporter.snapshot import Snapshot, load_snapshot, parse_snapshot
-from exporter.store import ClusterStore
+from exporter.live.evaluator import Evaluator, ExporterState
+from exporter.live.serve import ServeOptions
+from exporter.live.store import ClusterStore
+from exporter.report.document import evaluation_document, service_document
+from exporter.sources.snapshot import Snapshot, load_snapshot, parse_snapshot
 from exporter.web.app import StatusPages
 from exporter.web.links import Links, explain_url, parse_external_url
 from exporter.web.table import Query, Severity, status_view

@@ -1,0 +1,1 @@
+"""The HTTP edge: the bounded, non-blocking server and its TLS/basic-auth web config."""

@@ -1,0 +1,495 @@
+"""Turns store changes into a new immutable ExporterState, re-evaluating only what changed.
+
+A Service or EndpointSlice change re-evaluates that Service; a Node change recomputes
+cluster capacity and re-evaluates every Service only when capacity or the set of Ready
+nodes actually moved (node heartbeats do not). The what-if forecasts (endpoint margin and
+zones whose loss ends an entry's hints) follow the same rule: one Feasibility memo and one
+set of zone-loss views per published node view, rebuilt only when nodes move, and each
+re-evaluated Service's forecasts computed from them. The collector reads `state`, one
+reference swapped atomically, so a scrape never sees a half-applied update.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from types import MappingProxyType
+from typing import TypeVar
+
+import immutables
+
+from exporter.engine import (
+    DEFAULT_DATAPLANES,
+    ClusterCapacity,
+    DataPlane,
+    EndpointSlice,
+    ExpectedState,
+    ReadyNodes,
+    Service,
+    ServiceVerdict,
+    cluster_capacity,
+    evaluate_service,
+)
+from exporter.engine.crosszone import NO_CLIENTS, Clients, CrossZones
+from exporter.engine.evaluate import (
+    EntryInputs,
+    Judgements,
+    ready_nodes,
+    rejudged,
+    service_inputs,
+)
+from exporter.engine.kubeproxy import KubeProxyRoutes
+from exporter.engine.model import Node
+from exporter.engine.profile import ASSUMED, Profile
+from exporter.engine.whatif import (
+    EntryForecast,
+    Feasibility,
+    ZoneLossView,
+    service_forecasts,
+    zone_loss_beyond_cap,
+    zone_loss_views,
+)
+from exporter.live.store import Changes, ClusterStore
+from exporter.live.transitions import TransitionLog
+from exporter.vocabulary import ControllerEvent, EntryKey, EventKey, ServiceKey
+
+_FLIPPING_STATES = (ExpectedState.ENABLED, ExpectedState.DISABLED)
+
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def _zone_membership(nodes: tuple[Node, ...]) -> frozenset[tuple[str, str]]:
+    return frozenset((node.name, node.zone) for node in nodes if node.zone)
+
+
+def _kept(earlier: _V, now: _V) -> _V:
+    return earlier if now == earlier else now
+
+
+def _frozen(mapping: Mapping[_K, _V]) -> Mapping[_K, _V]:
+    return MappingProxyType(dict(mapping))
+
+
+def _entries_of(
+    prepared: tuple[Service, tuple[EndpointSlice, ...], tuple[EntryInputs, ...]] | None,
+    verdicts: tuple[ServiceVerdict, ...],
+) -> tuple[EntryInputs | None, ...]:
+    """The kept inputs of each verdict (both sorted by address type), None where unknown."""
+    if prepared is not None and len(prepared[2]) == len(verdicts):
+        return prepared[2]
+    return (None,) * len(verdicts)
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceResult:
+    """One Service's verdicts (one per address type) and their expected-state flips."""
+
+    verdicts: tuple[ServiceVerdict, ...]
+    # Flips between enabled and disabled seen since start, aligned with `verdicts`.
+    state_changes: tuple[int, ...]
+    # Endpoint margin and zones whose loss ends the hints, aligned with `verdicts`.
+    forecasts: tuple[EntryForecast, ...] = ()
+
+    @property
+    def service(self) -> Service:
+        return self.verdicts[0].service
+
+
+@dataclass(frozen=True, slots=True)
+class ExporterState:
+    """Everything a scrape renders, computed together."""
+
+    capacity: ClusterCapacity = field(default_factory=lambda: ClusterCapacity(sufficient=False))
+    nodes: ReadyNodes = field(
+        default_factory=lambda: ReadyNodes(MappingProxyType({}), MappingProxyType({}))
+    )
+    # Services that have EndpointSlices (an immutables.Map in published states: each
+    # state shares unchanged entries with the previous one). A result is replaced only
+    # when its Service's verdicts, flips, forecasts or Ready nodes changed, so its
+    # identity tells renderers whether cached output still holds.
+    services: Mapping[ServiceKey, ServiceResult] = field(default_factory=immutables.Map)
+    # (namespace, service, reason) -> unix time of the latest controller event.
+    last_event: Mapping[EventKey, float] = field(default_factory=lambda: MappingProxyType({}))
+    # reason -> occurrences seen since start.
+    event_totals: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    evaluated_at: float | None = None
+    generation: int = 0
+    # The node view's feasibility memo and the cluster without each zone (zone order):
+    # replaced only when capacity, Ready nodes or zone membership change.
+    feasibility: Feasibility = field(
+        default_factory=lambda: Feasibility(ClusterCapacity(sufficient=False))
+    )
+    zone_loss_views: tuple[ZoneLossView, ...] = ()
+    # The zone labels of the cluster's Nodes when more than MAX_ZONE_LOSS_ZONES: no
+    # zone-loss forecast is made then (and zone_loss_views is empty); 0 otherwise.
+    zone_loss_skipped: int = 0
+    # behaviour §13's clients (Ready nodes with a zone and CPU) the cross-zone shares weigh.
+    clients: Clients = NO_CLIENTS
+    # Services whose result was added, replaced or removed since generation - 1 (a
+    # renderer that saw that generation updates only these); None when unknown.
+    changed: frozenset[ServiceKey] | None = None
+    # behaviour §12: the Kubernetes versions and gates the verdicts were computed under.
+    profile: Profile = ASSUMED
+
+
+class _Moved(Enum):
+    """What a Node change moved."""
+
+    NOTHING = "nothing"
+    # Capacity only: the Ready nodes and zone membership are the same.
+    SHARES = "shares"
+    # Ready nodes or zone membership.
+    NODES = "nodes"
+
+
+@dataclass(frozen=True, slots=True)
+class _NodeView:
+    """What every Service's evaluation of one step shares."""
+
+    capacity: ClusterCapacity
+    nodes: ReadyNodes
+    feasibility: Feasibility
+    zone_loss_views: tuple[ZoneLossView, ...]
+    judgements: Judgements
+    routes: KubeProxyRoutes
+    cross_zones: CrossZones
+    # The zone-loss views remove the same nodes as the previous view's (only Ready nodes
+    # or capacity moved): forecasts re-decide from what they counted on unchanged slices.
+    same_zone_loss: bool
+
+
+class Evaluator:
+    def __init__(
+        self,
+        store: ClusterStore,
+        *,
+        clock: Callable[[], float] | None = None,
+        observe: Callable[[float], None] | None = None,
+        dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES,
+        profile: Profile = ASSUMED,
+    ) -> None:
+        self._store = store
+        # behaviour §12: what every verdict is computed under, and the one to switch to
+        # (set from the thread that reads the API server's /version; read at each step).
+        self._profile = profile
+        self._next_profile = profile
+        # Each verdict carries these data planes' routing (behaviour §10).
+        self._dataplanes = tuple(dataplanes)
+        # Looked up now, not at import, so a frozen clock in tests applies.
+        self._clock = clock or time.time
+        self._observe = observe or (lambda _seconds: None)
+        self._inputs: dict[ServiceKey, tuple[Service | None, tuple[EndpointSlice, ...]]] = {}
+        # What each Service's verdicts read from its Service and slices alone, for the
+        # objects it was computed from: a change of the Ready nodes reuses it.
+        self._prepared: dict[
+            ServiceKey, tuple[Service, tuple[EndpointSlice, ...], tuple[EntryInputs, ...]]
+        ] = {}
+        # Equal zone-hint sets of those inputs, shared (a handful of distinct ones).
+        self._zone_sets: dict[frozenset[str], frozenset[str]] = {}
+        # Persistent: publishing shares every entry with the previous state, and a
+        # one-Service change costs O(log n), not a copy of 10,000 entries.
+        self._results: immutables.Map[ServiceKey, ServiceResult] = immutables.Map()
+        self._last_state: dict[EntryKey, ExpectedState] = {}
+        self._flips: dict[EntryKey, int] = {}
+        self._event_counts: dict[str, int] = {}
+        self._event_totals: dict[str, int] = {}
+        self._last_event: dict[EventKey, float] = {}
+        # Event figures changed since last published: only then are they copied again.
+        self._events_dirty = False
+        self._state = ExporterState()
+        # The judgements of the published capacity, shared by every Service's evaluation.
+        self._judgements = Judgements(self._state.capacity)
+        # kube-proxy's routings over the published Ready nodes, shared likewise.
+        self._routes = KubeProxyRoutes(self._state.nodes, profile.kube_proxy_behaviour)
+        # The Nodes last seen: a profile change rebuilds the zone-loss views from them.
+        self._nodes: tuple[Node, ...] = ()
+        # Cross-zone shares of the published clients, shared by shape.
+        self._cross_zones = CrossZones(self._state.clients)
+        # Which node is in which zone: zone-loss views also depend on not-Ready nodes.
+        self._zone_membership: frozenset[tuple[str, str]] = frozenset()
+        self._zone_loss_skipped = 0
+        self._listeners: list[Callable[[ExporterState], None]] = []
+        # One log line when a Service's verdict changes, rate-limited per Service.
+        self.transitions = TransitionLog()
+
+    @property
+    def state(self) -> ExporterState:
+        return self._state
+
+    @property
+    def profile(self) -> Profile:
+        return self._next_profile
+
+    def set_profile(self, profile: Profile) -> None:
+        """Evaluate under `profile` from the next step on (every Service, if it differs)."""
+        self._next_profile = profile
+
+    def add_listener(self, listener: Callable[[ExporterState], None]) -> None:
+        """Called with each newly published state, in the evaluator's thread."""
+        self._listeners.append(listener)
+
+    def step(self) -> ExporterState:
+        """Apply whatever changed in the store and publish the new state."""
+        started = time.perf_counter()
+        # Held-back lines of flapping Services are due with time, not only with changes.
+        self.transitions.flush()
+        changes = self._store.take_changes()
+        profile_changed = self._next_profile != self._profile
+        if changes.empty and not profile_changed and self._state.generation > 0:
+            self.transitions.end_step()
+            return self._state
+        self._apply(changes)
+        self.transitions.end_step()
+        self._observe(time.perf_counter() - started)
+        for listener in self._listeners:
+            listener(self._state)
+        return self._state
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _apply(self, changes: Changes) -> None:
+        previous = self._state
+        dirty = set(changes.services)
+        profile_changed = self._next_profile != self._profile
+        if profile_changed:
+            # The mechanism, config issues, notices and kube-proxy's routing of every Service
+            # depend on the profile: nothing prepared under the old one is kept.
+            self._profile = self._next_profile
+            self._prepared.clear()
+            dirty |= self._inputs.keys()
+        view, moved = self._node_view(changes.nodes, profile_changed=profile_changed)
+        # Only CPU shares moved: the other Services are re-judged from their verdicts.
+        rejudge: set[ServiceKey] = set()
+        if moved is _Moved.SHARES:
+            rejudge = self._inputs.keys() - dirty
+        elif moved is _Moved.NODES:
+            dirty |= self._inputs.keys()
+        self._inputs.update(changes.services)
+        changed = set()
+        results = self._results.mutate()
+        # Families read the Ready nodes too: a result is kept only where they are the same.
+        keep_unchanged = view.nodes is previous.nodes
+        for key in dirty | rejudge:
+            before = results.get(key)
+            after = self._reevaluate(
+                key, view, rejudge=key in rejudge, keep_unchanged=keep_unchanged
+            )
+            if after is None:
+                if before is not None:
+                    del results[key]
+                    changed.add(key)
+            elif after is not before:
+                results[key] = after
+                changed.add(key)
+        self._results = results.finish()
+        if changes.events_changed:
+            self._count_events(self._store.events())
+        last_event, event_totals = previous.last_event, previous.event_totals
+        if self._events_dirty:
+            last_event, event_totals = _frozen(self._last_event), _frozen(self._event_totals)
+            self._events_dirty = False
+        self._state = ExporterState(
+            capacity=view.capacity,
+            nodes=view.nodes,
+            services=self._results,
+            last_event=last_event,
+            event_totals=event_totals,
+            evaluated_at=self._clock(),
+            generation=previous.generation + 1,
+            feasibility=view.feasibility,
+            zone_loss_views=view.zone_loss_views,
+            zone_loss_skipped=self._zone_loss_skipped,
+            clients=view.cross_zones.clients,
+            changed=frozenset(changed),
+            profile=self._profile,
+        )
+
+    def _node_view(
+        self, nodes: tuple[Node, ...] | None, *, profile_changed: bool = False
+    ) -> tuple[_NodeView, _Moved]:
+        """The node view to evaluate with, after the store's Nodes (None: unchanged)."""
+        previous = self._state
+        capacity, ready = previous.capacity, previous.nodes
+        feasibility, views = previous.feasibility, previous.zone_loss_views
+        clients = previous.clients
+        moved = _Moved.NOTHING
+        same_zone_loss = True
+        if nodes is not None:
+            self._nodes = nodes
+        if profile_changed:
+            # The zone-loss views judge the cluster without each zone under the profile.
+            views = zone_loss_views(self._nodes, (), self._profile)
+            same_zone_loss = False
+        if nodes is not None:
+            clients = _kept(previous.clients, Clients.of(nodes))
+            # Equal ones are kept, not replaced by a copy: verdicts, memos and families
+            # refer to them, and comparing an object with itself is immediate.
+            capacity = _kept(previous.capacity, cluster_capacity(nodes))
+            ready = _kept(previous.nodes, ready_nodes(nodes))
+            membership = _zone_membership(nodes)
+            same_nodes = ready is previous.nodes and membership == self._zone_membership
+            if capacity is not previous.capacity or not same_nodes:
+                moved = _Moved.SHARES if same_nodes else _Moved.NODES
+                feasibility = Feasibility(capacity)
+                views = zone_loss_views(nodes, views if same_nodes else (), self._profile)
+                self._zone_loss_skipped = zone_loss_beyond_cap(nodes)
+                # Which nodes each view removes follows from zone membership alone.
+                same_zone_loss = membership == self._zone_membership
+                self._zone_membership = membership
+            elif clients is not previous.clients:
+                # Only client CPU moved (a control-plane node's, say): re-weigh, as for shares.
+                moved = _Moved.SHARES
+        if capacity is not self._judgements.capacity:
+            self._judgements = Judgements(capacity)
+        behaviour = self._profile.kube_proxy_behaviour
+        if not self._routes.serves(ready, behaviour):
+            self._routes = KubeProxyRoutes(ready, behaviour)
+        if clients is not self._cross_zones.clients:
+            self._cross_zones = CrossZones(clients)
+        view = _NodeView(
+            capacity,
+            ready,
+            feasibility,
+            views,
+            self._judgements,
+            self._routes,
+            self._cross_zones,
+            same_zone_loss,
+        )
+        return view, moved
+
+    def _prepared_inputs(
+        self, key: ServiceKey, service: Service, slices: tuple[EndpointSlice, ...]
+    ) -> tuple[tuple[EntryInputs, ...], bool]:
+        """The Service's EntryInputs, and whether they were kept (same objects as before)."""
+        prepared = self._prepared.get(key)
+        if prepared is not None and prepared[0] is service and prepared[1] is slices:
+            return prepared[2], True
+        inputs = service_inputs(service, slices, self._zone_sets, self._profile)
+        self._prepared[key] = (service, slices, inputs)
+        return inputs, False
+
+    def _reevaluate(
+        self, key: ServiceKey, view: _NodeView, *, rejudge: bool, keep_unchanged: bool
+    ) -> ServiceResult | None:
+        """The Service's new result; None when it has none; the old one when nothing changed.
+
+        `rejudge`: only CPU shares moved since its result, which is re-judged from its
+        verdicts. `keep_unchanged`: the Ready nodes the families read are those of the old
+        result, so an equal result may keep the old object (renderers keep its output).
+        """
+        service, slices = self._inputs.get(key, (None, ()))
+        old = self._results.get(key)
+        old_keys = {verdict.key for verdict in old.verdicts} if old is not None else set()
+        if service is None or not slices:
+            if service is None:
+                self._inputs.pop(key, None)
+                self._forget_events_of(key)
+            self._prepared.pop(key, None)
+            self._forget(old_keys)
+            return None
+        same_slices: tuple[EntryForecast, ...] = ()
+        inputs: tuple[EntryInputs, ...] = ()
+        if rejudge and old is not None:
+            prepared = self._prepared.get(key)
+            reweigh = view.cross_zones.clients is not self._state.clients
+            verdicts = tuple(
+                rejudged(
+                    verdict,
+                    view.judgements,
+                    (entry, view.cross_zones, self._state.clients)
+                    if reweigh and entry is not None
+                    else None,
+                )
+                for verdict, entry in zip(
+                    old.verdicts, _entries_of(prepared, old.verdicts), strict=True
+                )
+            )
+            previous_forecasts = old.forecasts
+        else:
+            inputs, kept = self._prepared_inputs(key, service, slices)
+            verdicts = evaluate_service(
+                service,
+                slices,
+                view.capacity,
+                view.nodes,
+                self._dataplanes,
+                view.judgements,
+                view.routes,
+                inputs,
+                profile=self._profile,
+                cross_zones=view.cross_zones,
+            )
+            previous_forecasts = ()
+            if kept and view.same_zone_loss and old is not None:
+                same_slices = old.forecasts
+        self._forget(old_keys - {verdict.key for verdict in verdicts})
+        earlier = old.verdicts if rejudge and old is not None else (None,) * len(verdicts)
+        for verdict, last in zip(verdicts, earlier, strict=True):
+            self._track_flip(verdict, last)
+        flips = tuple(self._flips[verdict.key] for verdict in verdicts)
+        forecasts = service_forecasts(
+            verdicts,
+            slices,
+            view.nodes,
+            view.feasibility,
+            view.zone_loss_views,
+            previous_forecasts,
+            same_slices=same_slices,
+            routes=view.routes,
+            inputs=inputs,
+        )
+        if (
+            keep_unchanged
+            and old is not None
+            and old.state_changes == flips
+            and old.forecasts == forecasts
+            and old.verdicts == verdicts
+        ):
+            return old
+        return ServiceResult(verdicts, flips, forecasts)
+
+    def _track_flip(self, verdict: ServiceVerdict, last: ServiceVerdict | None) -> None:
+        """`last`: the entry's verdict tracked last, when known (re-judged ones)."""
+        self.transitions.observe(verdict, last)
+        key = verdict.key
+        self._flips.setdefault(key, 0)
+        state = verdict.expected_state
+        if state not in _FLIPPING_STATES:
+            return
+        previous = self._last_state.get(key)
+        if previous is not None and previous is not state:
+            self._flips[key] += 1
+        self._last_state[key] = state
+
+    def _forget(self, keys: set[EntryKey]) -> None:
+        if not keys:
+            return
+        self.transitions.forget(keys)
+        for key in keys:
+            self._flips.pop(key, None)
+            self._last_state.pop(key, None)
+
+    def _forget_events_of(self, service: ServiceKey) -> None:
+        for key in [key for key in self._last_event if key[:2] == service]:
+            del self._last_event[key]
+            self._events_dirty = True
+
+    def _count_events(self, events: tuple[ControllerEvent, ...]) -> None:
+        self._events_dirty = True
+        seen: dict[str, int] = {}
+        for event in events:
+            before = self._event_counts.get(event.uid, 0)
+            if event.count > before:
+                self._event_totals[event.reason] = (
+                    self._event_totals.get(event.reason, 0) + event.count - before
+                )
+            seen[event.uid] = max(before, event.count)
+            if event.timestamp is not None:
+                key = (event.namespace, event.service, event.reason)
+                self._last_event[key] = max(self._last_event.get(key, 0.0), event.timestamp)
+        self._event_counts = seen

@@ -1,0 +1,591 @@
+"""`serve`: sources -> store -> evaluator -> collector -> HTTP, and a clean stop."""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import os
+import re
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import structlog
+from prometheus_client import CollectorRegistry, disable_created_metrics
+from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector
+
+from exporter import __version__
+from exporter.engine import DEFAULT_DATAPLANES, DataPlane
+from exporter.engine.profile import Profile, ProfileError, ProfileFlags
+from exporter.engine.whatif import MAX_ZONE_LOSS_ZONES
+from exporter.http.server import BasicAuth, MetricsServer, default_routes, make_app
+from exporter.http.webconfig import WebConfig, load_web_config, tls_from_flags
+from exporter.live.evaluator import Evaluator
+from exporter.live.store import ClusterStore
+from exporter.logs import LogFormat, configure_logging
+from exporter.metrics.collector import (
+    ExportOptions,
+    FamilyFilter,
+    FilteringCollector,
+    HintsCollector,
+)
+from exporter.metrics.exposition import ExpositionRenderer, MetricsEndpoint
+from exporter.metrics.families import SAME_ON_EVERY_SHARD
+from exporter.metrics.instruments import RESOURCES, ExporterMetrics, StatusCollector
+from exporter.runtime import release_free_memory
+from exporter.sources.cluster import ENDPOINT_SLICES, EVENTS, NODES, SERVICES, StoreSink, sinks
+from exporter.sources.dataplanes import FLAG, detect_dataplanes
+from exporter.sources.informer import Informer, InformerSettings
+from exporter.sources.kubeapi import ConfigError, KubeTransport, api_client
+from exporter.sources.snapshot import DEFAULT_MAX_INPUT_BYTES, load_snapshot
+from exporter.sources.version import read_server_minor
+from exporter.vocabulary import EventTypeLabel, Resource, RestartCause
+from exporter.web.app import StatusPages
+from exporter.web.render import WatchHealth
+
+logger = structlog.get_logger("exporter")
+
+SHARD_FROM_POD_NAME = re.compile(r"-(\d+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    listen_address: str = ":9808"
+    snapshot: str | None = None
+    max_input_bytes: int = DEFAULT_MAX_INPUT_BYTES
+    kubeconfig: str | None = None
+    context: str | None = None
+    all_services: bool = False
+    namespaces: tuple[str, ...] = ()
+    namespaces_exclude: tuple[str, ...] = ()
+    metric_allowlist: tuple[str, ...] = ()
+    metric_denylist: tuple[str, ...] = ()
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+    # Mutual TLS: only clients with a certificate signed by this CA are served.
+    tls_client_ca_file: str | None = None
+    # exporter-toolkit's web configuration (TLS, basic auth); exclusive with the tls flags.
+    web_config_file: str | None = None
+    # Where users reach the exporter (behind a proxy, with its path): the pages' links.
+    external_url: str | None = None
+    shard: int = 0
+    total_shards: int = 1
+    log_level: str = "info"
+    log_format: LogFormat | None = None
+    informer: InformerSettings = field(default_factory=InformerSettings)
+    # behaviour §10: the data planes whose routing the live state carries.
+    dataplanes: tuple[DataPlane, ...] = DEFAULT_DATAPLANES
+    # behaviour §13: exported as topology_hints_cross_zone_price_per_gib when given.
+    cross_zone_price_per_gib: float | None = None
+    # --dataplane auto: detect them from kube-system at start, `dataplanes` the fallback.
+    detect_dataplanes: bool = False
+    # behaviour §12: --kubernetes-version, --kube-proxy-version and --feature-gates.
+    profile_flags: ProfileFlags = field(default_factory=ProfileFlags)
+
+
+def shard_of(namespace: str, name: str, total_shards: int) -> int:
+    """A stable shard for a Service: the same in every process and every release."""
+    digest = hashlib.sha256(f"{namespace}/{name}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % total_shards
+
+
+def shard_from_pod_name(pod_name: str) -> int:
+    """A StatefulSet pod's ordinal, as kube-state-metrics derives its shard."""
+    match = SHARD_FROM_POD_NAME.search(pod_name)
+    if match is None:
+        raise ValueError(f"cannot derive a shard ordinal from pod name {pod_name!r}")
+    return int(match.group(1))
+
+
+def service_filter(options: ServeOptions) -> Callable[[str, str], bool]:
+    included = frozenset(options.namespaces)
+    excluded = frozenset(options.namespaces_exclude)
+
+    def accepts(namespace: str, name: str) -> bool:
+        if included and namespace not in included:
+            return False
+        if namespace in excluded:
+            return False
+        return options.total_shards <= 1 or (
+            shard_of(namespace, name, options.total_shards) == options.shard
+        )
+
+    return accepts
+
+
+def _dataplanes(
+    options: ServeOptions, transport: KubeTransport | None
+) -> tuple[tuple[DataPlane, ...], str, int | None]:
+    """The data planes to evaluate, where they came from (flag, or detected at start), and
+    kube-proxy's minor version when detection read it."""
+    if not options.detect_dataplanes or transport is None:
+        return options.dataplanes, FLAG, None
+    return detect_dataplanes(transport, options.informer.timeouts, options.dataplanes)
+
+
+class Exporter:
+    """The running exporter; `start()` returns once the HTTP server listens."""
+
+    def __init__(self, options: ServeOptions) -> None:
+        self.options = options
+        # The whole configuration is read before the port is bound (at the end): a broken
+        # web configuration, kubeconfig or snapshot is reported as itself, never as a
+        # conflict with whatever else holds the port.
+        web = self._web_config()
+        tls = web.tls.context() if web.tls is not None else None
+        self._transport: KubeTransport | None = None
+        if options.snapshot is None:
+            self._transport = KubeTransport(api_client(options.kubeconfig, options.context))
+        self.store = ClusterStore(accepts_service=service_filter(options))
+        dataplanes, source, self._kube_proxy_minor = _dataplanes(options, self._transport)
+        # _created series double every counter's cardinality and no alert or dashboard uses
+        # them (kube-state-metrics does not expose them either).
+        disable_created_metrics()  # type: ignore[no-untyped-call]
+        own = CollectorRegistry(auto_describe=False)
+        self.metrics = ExporterMetrics(
+            own,
+            version=__version__,
+            shard=options.shard,
+            total_shards=options.total_shards,
+            # A snapshot has no watches: no watch_up series rather than a false "down".
+            resources=() if options.snapshot is not None else RESOURCES,
+            dataplanes=((str(dataplane), source) for dataplane in dataplanes),
+            external_url=options.external_url,
+            cross_zone_price_per_gib=options.cross_zone_price_per_gib,
+        )
+        self.evaluator = Evaluator(
+            self.store,
+            observe=self.metrics.evaluation,
+            dataplanes=dataplanes,
+            # The flags alone; a live exporter adds the API server's /version at each list.
+            profile=self._profile(None, lenient=False),
+        )
+        for note in self.evaluator.profile.notes():
+            logger.warning(note)
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._started_at = time.time()
+        # resource -> when it stopped being readable (wall clock, shown by /readyz).
+        self._down_since: dict[str, float] = {}
+        self.informers: list[Informer[Any, Any]] = []
+        family_filter = FamilyFilter(
+            options.metric_allowlist,
+            options.metric_denylist,
+            # One copy of the Node-only families per sharded install: shard 0's.
+            withheld=SAME_ON_EVERY_SHARD if options.shard != 0 else (),
+        )
+        export = ExportOptions(all_services=options.all_services)
+        hints = HintsCollector(
+            lambda: self.evaluator.state, ready=self._ready.is_set, options=export
+        )
+        status = StatusCollector(
+            self.store.counts, lambda: self.evaluator.state, self._ready.is_set
+        )
+        ProcessCollector(registry=own)
+        # The exporter's own figures, rendered by prometheus_client on each scrape (small).
+        own_filtered = CollectorRegistry(auto_describe=False)
+        own_collectors: tuple[Collector, ...] = (status, own)
+        for collector in own_collectors:
+            own_filtered.register(FilteringCollector(collector, family_filter))
+        # Everything through prometheus_client, for `name[]`-filtered scrapes: registering
+        # reads each collector's describe(), which name[] filtering relies on.
+        self.registry = CollectorRegistry(auto_describe=True)
+        for collector in (hints, *own_collectors):
+            self.registry.register(FilteringCollector(collector, family_filter))
+        self.renderer = ExpositionRenderer(
+            lambda: self.evaluator.state,
+            ready=self._ready.is_set,
+            options=export,
+            family_filter=family_filter,
+        )
+        # Each published state names the Services it changed: the renderer updates only those.
+        self.evaluator.add_listener(self.renderer.observe)
+        metrics = MetricsEndpoint(self.renderer, own_filtered, self.registry)
+        self.pages = StatusPages(
+            lambda: self.evaluator.state,
+            readiness=self.readiness,
+            watches=self.watch_health,
+            # The file's name, not its path: the page answers anyone who reaches the port,
+            # and folders name users and layouts (docs/cli.md, the status page).
+            source=f"snapshot {Path(options.snapshot).name}"
+            if options.snapshot
+            else "Kubernetes API",
+            external_url=options.external_url,
+        )
+        self.routes = default_routes(metrics, ready=self.readiness, healthy=self.liveness)
+        # The status pages answer every path the table does not name: /, /services/...,
+        # /api/v1/... and their static files.
+        self.routes["/*"] = self.pages
+        if options.snapshot is not None:
+            self._load_snapshot(options.snapshot)
+        self.server = MetricsServer(
+            make_app(self.routes),
+            options.listen_address,
+            tls=tls,
+            headers=web.headers,
+            expensive=metrics.expensive,
+            auth=BasicAuth(web.basic_auth_users) if web.basic_auth_users else None,
+        )
+
+    # -- the Kubernetes profile (behaviour §12) ---------------------------------------------------
+
+    def _profile(self, server_minor: int | None, *, lenient: bool) -> Profile:
+        try:
+            return self.options.profile_flags.profile(
+                server_minor, self._kube_proxy_minor, lenient=lenient
+            )
+        except ProfileError as error:
+            # One line and exit 2, as a bad flag gives (serve.run's caller says so).
+            raise ConfigError(str(error)) from None
+
+    def _read_profile(self, transport: KubeTransport, *, lenient: bool) -> None:
+        """The profile with the API server's /version; the flags' version wins over it."""
+        server_minor = None
+        if self.options.profile_flags.kubernetes_minor is None:
+            server_minor, problem = read_server_minor(transport, self.options.informer.timeouts)
+            if problem:
+                logger.warning(
+                    "evaluating with the newest semantics; pass --kubernetes-version",
+                    problem=problem,
+                )
+        # At start a gate the server's version locks is refused, as a flag's would be; at a
+        # relist (the cluster was upgraded under a running exporter) the locked value wins.
+        try:
+            profile = self._profile(server_minor, lenient=False)
+        except ConfigError as error:
+            if not lenient:
+                raise
+            profile = self._profile(server_minor, lenient=True)
+            if profile != self.evaluator.profile:
+                logger.warning("a --feature-gates value is ignored", problem=str(error))
+        if profile != self.evaluator.profile:
+            for note in profile.notes():
+                logger.warning(note)
+            logger.info(
+                "kubernetes profile",
+                kubernetes_version=profile.control_plane.version,
+                source=str(profile.control_plane.source),
+                kube_proxy_version=profile.kube_proxy.version,
+                kube_proxy_source=str(profile.kube_proxy.source),
+            )
+        self.evaluator.set_profile(profile)
+
+    def _relisting_nodes(self, sink: StoreSink[Any], transport: KubeTransport) -> StoreSink[Any]:
+        """The Nodes sink, reading /version again before each complete list is applied."""
+
+        def replace(nodes: list[Any]) -> None:
+            try:
+                self._read_profile(transport, lenient=True)
+            except Exception:
+                # The profile keeps its last value; the nodes must still be applied.
+                logger.exception("reading the Kubernetes version failed")
+            sink.replace(nodes)
+
+        return StoreSink(replace, sink.upsert, sink.delete)
+
+    def _web_config(self) -> WebConfig:
+        """TLS and auth settings; an unusable one raises WebConfigError (one line)."""
+        options = self.options
+        if options.web_config_file is not None:
+            return load_web_config(options.web_config_file)
+        return WebConfig(
+            tls=tls_from_flags(
+                options.tls_cert_file, options.tls_key_file, options.tls_client_ca_file
+            )
+        )
+
+    # -- probes ------------------------------------------------------------------------------
+
+    def readiness(self) -> tuple[bool, str]:
+        """What is wrong, since when and what to check, for people.
+
+        Never a library's exception text, a host, a URL or an identity: the probe answers
+        anyone who can reach the port. The details are in the log.
+        """
+        now = time.time()
+        troubled = [
+            describe_problem(informer.spec.resource, informer.problem, self._down_since, now)
+            for informer in self.informers
+            if informer.problem is not None
+        ]
+        if self._ready.is_set():
+            if not troubled:
+                return True, "ready"
+            return True, "ready, but some data cannot be read:\n" + "\n".join(troubled)
+        listing = [
+            informer.spec.resource
+            for informer in self.informers
+            if informer.spec.required and not informer.synced.is_set() and informer.problem is None
+        ]
+        lines = [*troubled]
+        if listing:
+            lines.append(
+                f"- {', '.join(listing)}: reading the first complete list from the API server "
+                f"(started {_ago(self._started_at, now)})"
+            )
+        if not lines:
+            lines.append("- evaluating the first snapshot")
+        return False, "not ready:\n" + "\n".join(lines)
+
+    def watch_health(self) -> tuple[WatchHealth, ...]:
+        """Each watch's state in words, for the status page."""
+        health = []
+        for informer in self.informers:
+            synced = informer.synced.is_set()
+            if informer.problem is not None:
+                # The same words as /readyz: never the library's text, hosts or URLs.
+                words = describe_problem(
+                    informer.spec.resource, informer.problem, self._down_since, time.time()
+                ).removeprefix(f"- {informer.spec.resource}: ")
+                tone = "warn" if synced else "bad"
+            else:
+                words, tone = ("watching", "good") if synced else ("listing", "warn")
+            health.append(WatchHealth(informer.spec.resource, words, tone))
+        return tuple(health)
+
+    def liveness(self) -> tuple[bool, str]:
+        dead = [thread.name for thread in self._threads if not thread.is_alive()]
+        if dead and not self._stop.is_set():
+            return False, "stopped threads: " + ", ".join(dead)
+        return True, "ok"
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._transport is not None:
+            self._start_informers(self._transport)
+        self._spawn("evaluator", self._evaluate_loop)
+        self.server.start()
+        logger.info(
+            "serving",
+            url=self.server.url,
+            source=self.options.snapshot or "kubernetes api",
+            shard=self.options.shard,
+            total_shards=self.options.total_shards,
+        )
+
+    def stop(self) -> None:
+        self._stop.set()
+        for informer in self.informers:
+            informer.stop()
+        self.server.stop()
+        # One deadline for all: a thread blocked in a request that stop() cannot cut (a
+        # connect, a stalled response) must not hold SIGTERM for 5 s per thread.
+        deadline = time.monotonic() + 2
+        for thread in self._threads:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        if self._transport is not None:
+            self._transport.close()
+
+    def wait(self) -> None:
+        self._stop.wait()
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _spawn(self, name: str, target: Callable[[], None]) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _load_snapshot(self, source: str) -> None:
+        snapshot = load_snapshot(source, self.options.max_input_bytes)
+        self.store.replace_nodes(snapshot.nodes)
+        self.store.replace_services(snapshot.services)
+        self.store.replace_endpoint_slices(snapshot.endpoint_slices)
+
+    def _start_informers(self, transport: KubeTransport) -> None:
+        self._read_profile(transport, lenient=False)
+        resource_sinks = sinks(self.store)
+        resource_sinks[NODES.resource] = self._relisting_nodes(
+            resource_sinks[NODES.resource], transport
+        )
+        for spec in (NODES, SERVICES, ENDPOINT_SLICES, EVENTS):
+            informer: Informer[Any, Any] = Informer(
+                spec,
+                transport,
+                resource_sinks[spec.resource],
+                _DownSince(self.metrics, self._down_since),
+                self.options.informer,
+            )
+            self.informers.append(informer)
+            self._spawn(f"informer-{spec.resource}", informer.run)
+
+    def _synced(self) -> bool:
+        return all(
+            informer.synced.is_set() for informer in self.informers if informer.spec.required
+        )
+
+    def _evaluate_loop(self) -> None:
+        # Nothing is evaluated before every required resource is listed: a partial cluster
+        # (Services before Nodes) would give false refusals and count false state flips.
+        while not self._synced():
+            if self._stop.wait(0.01):
+                return
+        while not self._stop.is_set():
+            try:
+                self.evaluator.step()
+            except Exception:
+                # One bad evaluation must not kill the exporter; the next change retries.
+                logger.exception("evaluation failed")
+            if not self._ready.is_set():
+                self._warm_pages()
+                # The initial snapshot lives as long as the process: keep later collections
+                # from rescanning it.
+                gc.freeze()
+                if self._transport is not None:
+                    # The LIST pages (143 MB of JSON at 5,000 nodes) are decoded and their
+                    # buffers freed: give those pages back to the system (10-20 ms).
+                    release_free_memory()
+                self._ready.set()
+                logger.info("ready", **self.store.counts())
+                if self.evaluator.state.zone_loss_skipped:
+                    logger.warning(
+                        "zone-loss forecast not made: too many zone labels",
+                        zones=self.evaluator.state.zone_loss_skipped,
+                        cap=MAX_ZONE_LOSS_ZONES,
+                    )
+            self.store.wait_for_changes(0.5)
+
+    def _warm_pages(self) -> None:
+        # The status page's rows of the whole cluster: built once now (later states rebuild
+        # only changed Services' rows), and frozen with the rest by gc.freeze().
+        try:
+            self.pages.warm()
+        except Exception:
+            # The page will try again on its first visit; metrics must not wait for it.
+            logger.exception("building the status page failed")
+
+
+class _DownSince:
+    """The informers' metrics, also noting since when each resource cannot be read."""
+
+    def __init__(self, metrics: ExporterMetrics, since: dict[str, float]) -> None:
+        self._metrics = metrics
+        self._since = since
+
+    def watch_up(self, resource: Resource, *, up: bool) -> None:
+        if up:
+            self._since.pop(resource, None)
+        else:
+            self._since.setdefault(resource, time.time())
+        self._metrics.watch_up(resource, up=up)
+
+    def watch_restart(self, resource: Resource, cause: RestartCause) -> None:
+        self._metrics.watch_restart(resource, cause)
+
+    def watch_event(self, resource: Resource, event_type: EventTypeLabel) -> None:
+        self._metrics.watch_event(resource, event_type)
+
+    def invalid_object(self, resource: Resource) -> None:
+        self._metrics.invalid_object(resource)
+
+
+_HTTP_STATUS = re.compile(r"\bHTTP (\d{3})\b")
+_GROUPS = {"endpointslices": "discovery.k8s.io"}
+
+
+def describe_problem(resource: str, problem: str, down_since: dict[str, float], now: float) -> str:
+    """One line for people about a resource the exporter cannot read.
+
+    `problem` is the informer's own text (a library's exception string with hosts in it):
+    only its kind is used here, never its words.
+    """
+    since = down_since.get(resource)
+    when = f" since {_ago(since, now)}" if since is not None else ""
+    match = _HTTP_STATUS.search(problem)
+    status = int(match.group(1)) if match else None
+    group = _GROUPS.get(resource, "core")
+    if problem.startswith("forbidden") or status == 403:
+        what = "the API server refuses to list or watch them (403 Forbidden)"
+        check = (
+            f"check that the exporter's ClusterRole grants list and watch on {resource} "
+            f"(API group {group}) and that its ClusterRoleBinding names the exporter's "
+            "service account"
+        )
+    elif status == 401:
+        what = "the API server does not accept the exporter's credentials (401 Unauthorized)"
+        check = "check the service account token, or the user of the kubeconfig in use"
+    elif problem.startswith("stalled"):
+        what = "its watch went silent: no event and no bookmark from the API server in time"
+        check = (
+            "the watch was restarted; check proxies or load balancers between the exporter "
+            "and the API server that hold connections open without passing data"
+        )
+    elif status == 429 or problem.startswith("throttled"):
+        what = "the API server asks the exporter to slow down (429 Too Many Requests)"
+        check = "the exporter retries as told; check the API server's load and priority levels"
+    elif status is not None and status >= 500:
+        what = f"the API server answers with an error (HTTP {status})"
+        check = "check the API server's health and its logs"
+    elif status is not None:
+        what = f"the API server rejects the request (HTTP {status})"
+        check = "check the exporter's log for the API server's message"
+    else:
+        what = "the API server cannot be reached, or its answer cannot be read"
+        check = (
+            "check the network path to the API server (NetworkPolicy egress, DNS, proxies) "
+            "and that it is up; the exporter's log has the details"
+        )
+    return f"- {resource}: {what}{when}; {check}. Retrying."
+
+
+def _ago(moment: float, now: float) -> str:
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(moment))
+    return f"{stamp} ({max(0, round(now - moment))} s ago)"
+
+
+def run(options: ServeOptions) -> int:
+    configure_logging(options.log_level, options.log_format)
+    exporter = Exporter(options)
+
+    received: list[str] = []
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        # No logging here: the handler runs in the main thread between two bytecodes, maybe
+        # while that thread holds the log writer's lock (it logs "serving"), and would wait
+        # for it for ever. Only set the event; the main thread logs.
+        received.append(signal.Signals(signum).name)
+        exporter.request_stop()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        exporter.start()
+        exporter.wait()
+    finally:
+        if received:
+            logger.info("stopping", signal=received[0])
+        exporter.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    logger.info("stopped")
+    # The interpreter's final collections would walk every object left, the kubernetes
+    # client's thousands of model classes included: 2 s of a SIGTERM's grace on a busy
+    # machine. Frozen objects are skipped.
+    gc.freeze()
+    return 0
+
+
+def resolve_shard(shard: str, environ: dict[str, str] | None = None) -> int:
+    """`auto` takes the ordinal from POD_NAME (or HOSTNAME), as a StatefulSet names pods."""
+    if shard != "auto":
+        return int(shard)
+    env = os.environ if environ is None else environ
+    pod_name = env.get("POD_NAME") or env.get("HOSTNAME") or ""
+    return shard_from_pod_name(pod_name)
+
+
+def split_list(values: Sequence[str] | None) -> tuple[str, ...]:
+    """Flags that take comma-separated lists, repeatable."""
+    return tuple(
+        item.strip() for value in values or () for item in value.split(",") if item.strip()
+    )

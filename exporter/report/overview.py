@@ -1,0 +1,325 @@
+"""`explain` at cluster scale: which Services have a problem, a one-line summary of each, the
+exit status a CI gate reads, and warnings for a snapshot that lacks a kind of object.
+
+Pure rendering over an evaluation, like `exporter.report.explain`: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from enum import StrEnum
+from typing import Any
+
+from exporter.engine import (
+    ConfigIssue,
+    Evaluation,
+    ExpectedState,
+    Mechanism,
+    ProxyMode,
+    Routing,
+    ServiceVerdict,
+)
+
+NODES, SERVICES, ENDPOINT_SLICES = "Nodes", "Services", "EndpointSlices"
+KINDS = (NODES, SERVICES, ENDPOINT_SLICES)
+
+# Exit statuses of `explain`: a CI gate reads them.
+EXIT_HINTS_OK = 0
+EXIT_HINTS_MISSING = 1
+EXIT_INCOMPLETE = 2
+
+# What each kind of object tells, so a warning can say what is unknown without it.
+_WITHOUT = {
+    NODES: (
+        "the zones' CPU shares and each node's zone are unknown, so no auto verdict (enabled "
+        "or refused), replica advice, kube-proxy mode or what-if answer can be told, only "
+        "mechanisms, config issues, the hints in place and trafficDistribution verdicts "
+        "(which never depend on Nodes)"
+    ),
+    SERVICES: (
+        "no EndpointSlice can be tied to a Service's annotation or trafficDistribution, so "
+        "there is no verdict at all; only node info is shown"
+    ),
+    ENDPOINT_SLICES: (
+        "no Service has endpoints to judge, so there is no verdict at all; only node info is shown"
+    ),
+}
+# Config issues that mean the Service asked for hints in a way the controller ignores
+# (a misspelt value, or one this control plane's version or gates do not accept).
+_MISSPELLED_REQUESTS = frozenset(
+    {
+        ConfigIssue.UNKNOWN_ANNOTATION_VALUE,
+        ConfigIssue.UNKNOWN_TRAFFIC_DISTRIBUTION,
+        ConfigIssue.TRAFFIC_DISTRIBUTION_UNSUPPORTED,
+    }
+)
+_FOLLOWING_HINTS = frozenset({ProxyMode.PREFER_SAME_ZONE, ProxyMode.PREFER_SAME_NODE})
+_FOLLOWING_ROUTINGS = frozenset({Routing.SAME_ZONE, Routing.SAME_NODE})
+
+
+class Problem(StrEnum):
+    """Why a Service is listed by `--problems`, in the order the summary shows them."""
+
+    UNKNOWN = "unknown"  # its verdict needs objects the input lacks
+    OFF = "off"  # the controller removes (or would remove) every hint
+    PARTIAL = "partial"  # some ready endpoints lack hints: kube-proxy ignores them all
+    # A configured data plane gives some clients no endpoint although ready ones exist.
+    FAILS_CLOSED = "fails-closed"
+    INEFFECTIVE = "ineffective"  # hints are on, but a configured data plane follows them nowhere
+    DRIFTING = "drifting"  # the hints in place differ from what the controller should write
+    CONFIG = "config"  # a config issue (shadowing annotation, unknown value, ...)
+
+
+# -- judging one verdict -----------------------------------------------------------------------
+
+
+def asks_for_hints(verdict: ServiceVerdict) -> bool:
+    """A hint mechanism applies, or the Service tried to ask with a value the controller ignores."""
+    return verdict.mechanism is not Mechanism.NONE or bool(
+        verdict.config_issues & _MISSPELLED_REQUESTS
+    )
+
+
+def problems(verdict: ServiceVerdict, *, nodes_known: bool = True) -> tuple[Problem, ...]:
+    if not verdict.proxied:
+        # Headless, ExternalName or not an IP address type: no data plane reads its hints, so
+        # whether they are written, complete or drifting changes no client's traffic.
+        return (Problem.CONFIG,) if verdict.config_issues else ()
+    found: list[Problem] = []
+    if not nodes_known and verdict.mechanism is Mechanism.AUTO:
+        found.append(Problem.UNKNOWN)
+    elif verdict.expected_state is ExpectedState.DISABLED:
+        found.append(Problem.OFF)
+    completeness = verdict.hint_completeness
+    partial = completeness is not None and 0 < completeness < 1
+    if partial:
+        found.append(Problem.PARTIAL)
+    if nodes_known and fails_closed(verdict):
+        found.append(Problem.FAILS_CLOSED)
+    if nodes_known and not partial and ineffective(verdict):
+        found.append(Problem.INEFFECTIVE)
+    if verdict.drift and (nodes_known or verdict.mechanism is not Mechanism.AUTO):
+        found.append(Problem.DRIFTING)
+    if verdict.config_issues:
+        found.append(Problem.CONFIG)
+    return tuple(found)
+
+
+def ineffective(verdict: ServiceVerdict) -> bool:
+    """Hints are expected and there are endpoints, yet some configured data plane routes no
+    client by them (same-node or same-zone): the status page's "traffic leaves its zone".
+
+    `local` does not count: under internalTrafficPolicy Local the policy, not the hints,
+    decides. Without routing (an evaluation with no data plane), kube-proxy's modes decide.
+    """
+    if verdict.expected_state is not ExpectedState.ENABLED or verdict.ready_endpoints == 0:
+        return False
+    views = [view for view in verdict.routing.values() if view.applies]
+    if views:
+        return any(
+            not any(_FOLLOWING_ROUTINGS.intersection(counts) for counts in view.nodes.values())
+            for view in views
+        )
+    proxy = verdict.proxy
+    return not proxy.same_node and not _FOLLOWING_HINTS.intersection(proxy.by_zone.values())
+
+
+def fails_closed(verdict: ServiceVerdict) -> bool:
+    """A configured data plane refuses some clients (not internalTrafficPolicy's drop)."""
+    return any(view.no_endpoint_nodes()[0] for view in verdict.routing.values())
+
+
+def gets_hints(verdict: ServiceVerdict) -> bool:
+    """The Service's hints are written and followed (or it does not ask for any)."""
+    if not asks_for_hints(verdict):
+        return True
+    gating = {Problem.OFF, Problem.PARTIAL, Problem.FAILS_CLOSED, Problem.INEFFECTIVE}
+    return verdict.mechanism is not Mechanism.NONE and not gating.intersection(problems(verdict))
+
+
+def exit_status(verdicts: Iterable[ServiceVerdict], missing: Mapping[str, str]) -> int:
+    """2: the input lacks a kind of object; 1: a Service asking for hints lacks them; else 0."""
+    if missing:
+        return EXIT_INCOMPLETE
+    if all(gets_hints(verdict) for verdict in verdicts):
+        return EXIT_HINTS_OK
+    return EXIT_HINTS_MISSING
+
+
+# -- choosing Services -------------------------------------------------------------------------
+
+
+def select(
+    evaluation: Evaluation, namespace: str | None, name: str | None
+) -> tuple[ServiceVerdict, ...]:
+    """The verdicts of one namespace (None: all), or of one Service; LookupError if it has none."""
+    chosen = tuple(
+        verdict
+        for verdict in evaluation.services
+        if (namespace is None or verdict.service.namespace == namespace)
+        and (name is None or verdict.service.name == name)
+    )
+    if name is not None and not chosen:
+        raise LookupError(f"no Service {namespace}/{name} with EndpointSlices")
+    return chosen
+
+
+def with_problems(
+    verdicts: Iterable[ServiceVerdict], *, nodes_known: bool
+) -> tuple[ServiceVerdict, ...]:
+    return tuple(verdict for verdict in verdicts if problems(verdict, nodes_known=nodes_known))
+
+
+def problems_first(
+    verdicts: Iterable[ServiceVerdict], *, nodes_known: bool
+) -> list[ServiceVerdict]:
+    """Services with problems first, each group in namespace, name, address type order."""
+    return sorted(
+        verdicts,
+        key=lambda verdict: (not problems(verdict, nodes_known=nodes_known), verdict.key),
+    )
+
+
+# -- the summary -------------------------------------------------------------------------------
+
+
+def verdict_word(verdict: ServiceVerdict, *, nodes_known: bool) -> str:
+    if not nodes_known and verdict.mechanism is Mechanism.AUTO:
+        return "unknown"
+    return str(verdict.expected_state)
+
+
+def summary_row(verdict: ServiceVerdict, *, nodes_known: bool, wide: bool) -> dict[str, str]:
+    """One Service and address type as table cells, keyed by column header."""
+    service = verdict.service
+    completeness = verdict.hint_completeness
+    known_reason = verdict.reason is not None and (
+        nodes_known or verdict.mechanism is not Mechanism.AUTO
+    )
+    row = {
+        "NAMESPACE": service.namespace,
+        "NAME": service.name,
+        "ADDRESS TYPE": verdict.address_type,
+        "MECHANISM": str(verdict.mechanism),
+        "VERDICT": verdict_word(verdict, nodes_known=nodes_known),
+        "REASON": str(verdict.reason) if known_reason else "-",
+        "READY": str(verdict.ready_endpoints),
+        "HINTED": "-" if completeness is None else f"{completeness * 100:.0f}%",
+        "PROBLEMS": ",".join(problems(verdict, nodes_known=nodes_known)) or "-",
+        "ENDPOINTS BY ZONE": " ".join(f"{zone}={n}" for zone, n in verdict.zone_endpoints.items())
+        or "-",
+        "NEAREST FEASIBLE": nearest_words(verdict) if nodes_known else "-",
+    }
+    if not wide:
+        for column in ("ADDRESS TYPE", "ENDPOINTS BY ZONE", "NEAREST FEASIBLE"):
+            del row[column]
+    return row
+
+
+def nearest_words(verdict: ServiceVerdict) -> str:
+    nearest = verdict.nearest_feasible
+    if nearest is None or verdict.reason is None:
+        return "-"
+    found = [str(count) for count in (nearest.below, nearest.above) if count is not None]
+    return " or ".join(found) or "none"
+
+
+def table(rows: Sequence[Mapping[str, str]]) -> list[str]:
+    """Columns as `kubectl get` aligns them: headers, then cells, three spaces apart."""
+    if not rows:
+        return []
+    headers = list(rows[0])
+    widths = {h: max(len(h), *(len(row[h]) for row in rows)) for h in headers}
+    return [
+        "   ".join(cells[h].ljust(widths[h]) for h in headers).rstrip()
+        for cells in ({h: h for h in headers}, *rows)
+    ]
+
+
+def count_line(verdicts: Sequence[ServiceVerdict], shown: int, *, nodes_known: bool) -> str:
+    """'6 Services: 2 enabled, 2 disabled, 2 not-applicable; 3 with problems (2 off, ...)'."""
+    if not verdicts:
+        return "0 Services"
+    states = Counter(verdict_word(verdict, nodes_known=nodes_known) for verdict in verdicts)
+    found = [problems(verdict, nodes_known=nodes_known) for verdict in verdicts]
+    kinds = Counter(problem for listed in found for problem in listed)
+    noun = "Service" if len(verdicts) == 1 else "Services"
+    dual = len({verdict.service.key for verdict in verdicts}) < len(verdicts)
+    line = f"{len(verdicts)} {noun}{' (one line per address type)' if dual else ''}: " + ", ".join(
+        f"{states[state]} {state}" for state in sorted(states)
+    )
+    troubled = sum(1 for listed in found if listed)
+    line += f"; {troubled} with problems"
+    if kinds:
+        line += " (" + ", ".join(f"{kinds[p]} {p}" for p in Problem if kinds[p]) + ")"
+    if shown != len(verdicts):
+        line += f"; {shown} shown"
+    return line
+
+
+def summary_text(
+    verdicts: Sequence[ServiceVerdict],
+    missing: Mapping[str, str],
+    *,
+    only_problems: bool,
+    wide: bool,
+) -> str:
+    nodes_known = NODES not in missing
+    shown = problems_first(
+        with_problems(verdicts, nodes_known=nodes_known) if only_problems else verdicts,
+        nodes_known=nodes_known,
+    )
+    rows = [summary_row(verdict, nodes_known=nodes_known, wide=wide) for verdict in shown]
+    lines = [f"Warning: {warning}" for warning in missing_warnings(missing)]
+    lines += table(rows) or ["No Service with EndpointSlices to show."]
+    lines.append(count_line(verdicts, len(shown), nodes_known=nodes_known))
+    return "\n".join(lines) + "\n"
+
+
+def summary_document(
+    verdicts: Sequence[ServiceVerdict], missing: Mapping[str, str], *, only_problems: bool
+) -> dict[str, Any]:
+    nodes_known = NODES not in missing
+    shown = problems_first(
+        with_problems(verdicts, nodes_known=nodes_known) if only_problems else verdicts,
+        nodes_known=nodes_known,
+    )
+    return {
+        "missing": dict(missing),
+        "exit_status": exit_status(verdicts, missing),
+        "services": [
+            {
+                "namespace": verdict.service.namespace,
+                "name": verdict.service.name,
+                "address_type": verdict.address_type,
+                "mechanism": str(verdict.mechanism),
+                "verdict": verdict_word(verdict, nodes_known=nodes_known),
+                "reason": str(verdict.reason) if verdict.reason is not None else None,
+                "ready_endpoints": verdict.ready_endpoints,
+                "hint_completeness": verdict.hint_completeness,
+                "problems": [str(p) for p in problems(verdict, nodes_known=nodes_known)],
+                "gets_hints": None if not nodes_known else gets_hints(verdict),
+            }
+            for verdict in shown
+        ],
+    }
+
+
+# -- what the input lacks ----------------------------------------------------------------------
+
+
+def missing_kinds(nodes: int, services: int, endpoint_slices: int) -> list[str]:
+    """Kinds of which the input holds no object: every real cluster has some of each."""
+    counts = {NODES: nodes, SERVICES: services, ENDPOINT_SLICES: endpoint_slices}
+    return [kind for kind in KINDS if counts[kind] == 0]
+
+
+def missing_warnings(missing: Mapping[str, str]) -> list[str]:
+    """One sentence per missing kind: what is missing, why, and what that leaves unknown."""
+    return [f"{why}: {_WITHOUT[kind]}" for kind, why in missing.items()]
+
+
+def missing_error(missing: Mapping[str, str]) -> str:
+    """The same sentences on one line: what `what-if` exits 2 with, as `explain` does."""
+    return "; ".join(missing_warnings(missing))
