@@ -15,6 +15,7 @@ import msgspec
 
 from exporter import __version__
 from exporter.engine import DEFAULT_DATAPLANES, DataPlane
+from exporter.engine.problems import PROBLEM_ORDER, ProblemId
 from exporter.engine.profile import (
     Gate,
     Profile,
@@ -26,6 +27,7 @@ from exporter.engine.profile import (
 from exporter.engine.whatif import MAX_SCENARIO_COUNT
 from exporter.report.document import formatted_evaluation_document, service_document
 from exporter.report.overview import (
+    ALL_PROBLEMS,
     NODES,
     SERVICES,
     exit_status,
@@ -126,9 +128,33 @@ def _add_scope_arguments(explain: argparse.ArgumentParser) -> None:
     explain.add_argument(
         "--problems",
         action="store_true",
-        help="only Services whose hints are off, partial, fail closed, ineffective, drifting or "
-        "misconfigured",
+        help="only the entries with a problem: " + ", ".join(PROBLEM_ORDER),
     )
+    explain.add_argument(
+        "--fail-on",
+        metavar="ID[,ID]",
+        type=parse_fail_on,
+        default=ALL_PROBLEMS,
+        help="problems that make the exit status 1 (default: any; 'none' never fails): "
+        + ", ".join(PROBLEM_ORDER),
+    )
+
+
+def parse_fail_on(value: str) -> frozenset[ProblemId]:
+    """`--fail-on`: comma-separated problem ids, `any` (every one) or `none`."""
+    ids = [part.strip() for part in value.split(",") if part.strip()]
+    if ids == ["any"]:
+        return ALL_PROBLEMS
+    if ids == ["none"]:
+        return frozenset()
+    known = {str(problem): problem for problem in ProblemId}
+    unknown = [problem for problem in ids if problem not in known]
+    if unknown or not ids:
+        raise argparse.ArgumentTypeError(
+            f"unknown problem {', '.join(map(repr, unknown)) or repr(value)} "
+            f"(choose from any, none, {', '.join(PROBLEM_ORDER)})"
+        )
+    return frozenset(known[problem] for problem in ids)
 
 
 def _add_dataplane_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
@@ -595,7 +621,8 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         _warn(note)
     evaluation = snapshot.evaluate(dataplanes, profile)
     # Written piece by piece: the whole document would be the command's peak memory.
-    sys.stdout.buffer.writelines(map(json_printable, formatted_evaluation_document(evaluation)))
+    document = formatted_evaluation_document(evaluation, nodes_known=NODES not in missing)
+    sys.stdout.buffer.writelines(map(json_printable, document))
     sys.stdout.buffer.write(b"\n")
     sys.stdout.flush()
     return 0
@@ -660,11 +687,15 @@ def _run_explain(args: argparse.Namespace) -> int:
         # Text output carries the warnings itself; JSON must stay JSON.
         for warning in missing_warnings(missing):
             _warn(warning)
-    status = exit_status(verdicts, missing)
+    status = exit_status(verdicts, missing, args.fail_on)
     nodes_known = NODES not in missing
     if args.summary or args.output == "wide":
         if args.output == "json":
-            _print_json(summary_document(verdicts, missing, only_problems=args.problems))
+            _print_json(
+                summary_document(
+                    verdicts, missing, only_problems=args.problems, fail_on=args.fail_on
+                )
+            )
         else:
             wide = args.output == "wide"
             text = summary_text(verdicts, missing, only_problems=args.problems, wide=wide)
@@ -676,7 +707,7 @@ def _run_explain(args: argparse.Namespace) -> int:
         nothing = f"No Service with a problem among the {len(verdicts)} checked{scope}."
         verdicts = with_problems(verdicts, nodes_known=nodes_known)
     if args.output == "json":
-        _print_json([service_document(verdict) for verdict in verdicts])
+        _print_json([service_document(verdict, nodes_known=nodes_known) for verdict in verdicts])
         return status
     color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
     options = ExplainOptions(

@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 
 from exporter.engine import Evaluation, ServiceVerdict
+from exporter.engine.problems import problems_of
 from exporter.engine.profile import Component, Profile
 
 
@@ -50,7 +51,8 @@ def cross_zone_field(verdict: ServiceVerdict) -> dict[str, Any] | None:
     }
 
 
-def service_document(verdict: ServiceVerdict) -> dict[str, Any]:
+def service_document(verdict: ServiceVerdict, *, nodes_known: bool = True) -> dict[str, Any]:
+    """One entry. `nodes_known` is False only for a one-shot input without Nodes."""
     nearest = verdict.nearest_feasible
     return {
         "namespace": verdict.service.namespace,
@@ -83,14 +85,18 @@ def service_document(verdict: ServiceVerdict) -> dict[str, Any]:
         "notices": sorted(str(notice) for notice in verdict.notices),
         **routing_fields(verdict),
         "cross_zone": cross_zone_field(verdict),
+        # The problem table's ids (exporter.engine.problems), as every surface reads them.
+        "problems": [str(problem) for problem in problems_of(verdict, nodes_known=nodes_known)],
     }
 
 
-def evaluation_document(evaluation: Evaluation) -> dict[str, Any]:
+def evaluation_document(evaluation: Evaluation, *, nodes_known: bool = True) -> dict[str, Any]:
     return {
         "cluster": _cluster_document(evaluation),
         "kubernetes": profile_document(evaluation.profile),
-        "services": [service_document(verdict) for verdict in evaluation.services],
+        "services": [
+            service_document(verdict, nodes_known=nodes_known) for verdict in evaluation.services
+        ],
     }
 
 
@@ -100,7 +106,9 @@ def _indented(value: object, depth: int) -> bytes:
     return formatted.replace(b"\n", b"\n" + b"  " * depth)
 
 
-def formatted_evaluation_document(evaluation: Evaluation) -> Iterator[bytes]:
+def formatted_evaluation_document(
+    evaluation: Evaluation, *, nodes_known: bool = True
+) -> Iterator[bytes]:
     """The evaluation document, indented, in pieces: byte for byte
     `msgspec.json.format(encode(evaluation_document(...)), indent=2)`, without ever holding
     the whole document (10,000 Services make hundreds of MB of dicts and their text)."""
@@ -112,7 +120,7 @@ def formatted_evaluation_document(evaluation: Evaluation) -> Iterator[bytes]:
     yield b',\n  "services": ['
     separator = b"\n    "
     for verdict in evaluation.services:
-        yield separator + _indented(service_document(verdict), 2)
+        yield separator + _indented(service_document(verdict, nodes_known=nodes_known), 2)
         separator = b",\n    "
     yield b"\n  ]\n}"
 

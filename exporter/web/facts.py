@@ -44,20 +44,6 @@ from exporter.report.explain import (
 PLAIN = ExplainOptions(color=False)
 
 
-def has_overloaded_zone(verdict: ServiceVerdict) -> bool:
-    """Whether `load_warnings` has anything to say, without writing its sentences.
-
-    Asked of every Service of the cluster for each new state, so it must be cheap.
-    """
-    by_zone = verdict.proxy.by_zone
-    return any(
-        zone_verdict.load_factor is not None
-        and zone_verdict.load_factor > OVERLOAD_LIMIT
-        and by_zone.get(zone) is ProxyMode.PREFER_SAME_ZONE
-        for zone, zone_verdict in verdict.zones.items()
-    )
-
-
 def share(ratio: float) -> str:
     return percent(ratio)
 

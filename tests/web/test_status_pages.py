@@ -15,6 +15,7 @@ import msgspec
 import pytest
 
 from bench.cluster import ClusterSize, cluster_objects
+from exporter.engine.problems import ProblemId
 from exporter.live.evaluator import Evaluator, ExporterState
 from exporter.live.serve import ServeOptions
 from exporter.live.store import ClusterStore
@@ -22,7 +23,7 @@ from exporter.report.document import evaluation_document, service_document
 from exporter.sources.snapshot import Snapshot, load_snapshot, parse_snapshot
 from exporter.web.app import StatusPages
 from exporter.web.links import Links, explain_url, parse_external_url
-from exporter.web.table import Query, Severity, status_view
+from exporter.web.table import Query, Standing, status_view
 from tests.conftest import EXAMPLES_DIR, PROJECT_ROOT, exporter_command
 from tests.k8s_objects import (
     endpoint,
@@ -96,9 +97,10 @@ def test_index_lists_problems_first(demo_state: ExporterState) -> None:
     assert headers["Content-Type"] == "text/html; charset=utf-8"
     assert "script-src 'self'" in headers["Content-Security-Policy"]
     view = status_view(demo_state)
-    severities = [row.severity for row in view.rows]
-    assert severities == sorted(severities)
-    assert view.rows[0].severity is Severity.BROKEN
+    standings = [row.standing for row in view.rows]
+    assert standings == sorted(standings)
+    # The demo's worst problems are warnings (hints off, partial hints), as their alerts.
+    assert view.rows[0].standing is Standing.WARNING
     assert row_names(body) == [row.name for row in view.rows]
     assert dict(view.counts["state"]) == {"enabled": 4, "disabled": 2, "not-applicable": 1}
 
@@ -108,7 +110,8 @@ def test_index_lists_problems_first(demo_state: ExporterState) -> None:
     [
         ("state=disabled", ["checkout", "ledger"]),
         ("mechanism=none", ["frontend"]),
-        ("problem=partial+hints", ["inventory"]),
+        ("problem=partial-hints", ["inventory"]),
+        ("problem=overloaded-zone", ["search"]),
         ("q=LEDGER", ["ledger"]),
         ("namespace=payments", ["checkout", "ledger"]),
         ("namespace=payments&state=enabled", []),
@@ -365,9 +368,10 @@ def test_routing_and_margin_columns_tell_what_the_verdict_does_not() -> None:
     view = status_view(evaluated(snapshot))
     [row] = view.rows
     assert row.verdict.expected_state == "enabled"
-    assert "traffic leaves its zone" in row.problems
-    assert row.severity is Severity.BROKEN
-    _, _, html = get(pages(evaluated(snapshot)), "/?problem=traffic+leaves+its+zone")
+    assert ProblemId.HINTS_IGNORED in row.problems
+    assert row.standing is Standing.WARNING
+    _, _, html = get(pages(evaluated(snapshot)), "/?problem=hints-ignored")
+    assert b"traffic leaves its zone" in html
     assert b"0.0% local" in html or b"0% local" in html
     assert row_names(html) == [row.verdict.service.name]
 
@@ -412,8 +416,16 @@ def test_local_policy_drops_are_a_warning_and_headless_hints_no_problem() -> Non
     of hints). A headless Service without hints: nothing proxies it, so no "drift"."""
     items = [
         *three_zone_nodes(),
-        service("infra", "cache", internal_traffic_policy="Local"),
-        endpoint_slice("infra", "cache-1", "cache", [endpoint("10.0.0.1", "zone-a", "node-a-0")]),
+        # Asks for hints, so they are in play (a Service that does not is never a problem).
+        service(
+            "infra", "cache", traffic_distribution="PreferClose", internal_traffic_policy="Local"
+        ),
+        endpoint_slice(
+            "infra",
+            "cache-1",
+            "cache",
+            [endpoint("10.0.0.1", "zone-a", "node-a-0", hint_zones=("zone-a",))],
+        ),
         service("shop", "db", topology_mode="Auto", cluster_ip="None"),
         endpoint_slice("shop", "db-1", "db", zone_endpoints(6, hinted=False)),
     ]
@@ -421,12 +433,12 @@ def test_local_policy_drops_are_a_warning_and_headless_hints_no_problem() -> Non
     state = evaluated(parse_snapshot("local", data))
     rows = {row.name: row for row in status_view(state).rows}
     cache, db = rows["cache"], rows["db"]
-    assert cache.problems == ("local policy drops",)
-    assert cache.severity is Severity.WARNING
-    assert "fails closed" not in cache.problems
+    assert ProblemId.LOCAL_POLICY_DROPS in cache.problems
+    assert cache.standing is Standing.WARNING
+    assert ProblemId.FAILS_CLOSED not in cache.problems
     assert db.verdict.drift
     assert db.problems == ()
-    _, _, html = get(pages(state), "/?problem=local+policy+drops")
+    _, _, html = get(pages(state), "/?problem=local-policy-drops")
     assert row_names(html) == ["cache"]
     assert b"33.3% local" in html
 
