@@ -37,7 +37,8 @@ from exporter.engine import (
     ReadyNodes,
     ServiceVerdict,
 )
-from exporter.engine.whatif import MAX_ZONE_LOSS_ZONES, NO_FORECAST, EntryForecast
+from exporter.engine.whatif.forecast import NO_FORECAST, EntryForecast
+from exporter.engine.whatif.zoneloss import MAX_ZONE_LOSS_ZONES
 from exporter.live.evaluator import ExporterState, ServiceResult
 from exporter.vocabulary import ServiceKey
 
