@@ -900,7 +900,8 @@ class LastEventTally:
 
 class ZoneLossTally:
     """Per zone of the cluster, over exported entries: their forecasts were made when each
-    Service was evaluated, so this only counts (as `forecast_zone_loss` does)."""
+    Service was evaluated, so this only counts the zones each names
+    (`EntryForecast.zones_losing_hints`)."""
 
     def __init__(self, state: ExporterState) -> None:
         self._counts = dict.fromkeys((view.zone for view in state.zone_loss_views), 0)

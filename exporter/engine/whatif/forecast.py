@@ -267,19 +267,6 @@ def _re_decided(
     return None
 
 
-def forecast_zone_loss(
-    forecasts: Iterable[EntryForecast], views: Sequence[ZoneLossView]
-) -> dict[str, int]:
-    """Per zone (every zone of the views, 0 included), how many of these entries would lose
-    hints if it were lost: `zone_loss` from forecasts already made."""
-    counts = dict.fromkeys((view.zone for view in views), 0)
-    for forecast in forecasts:
-        for zone in forecast.zones_losing_hints:
-            if zone in counts:
-                counts[zone] += 1
-    return counts
-
-
 def services_losing_hints(
     forecasts: Iterable[tuple[tuple[str, str], EntryForecast]], views: Sequence[ZoneLossView]
 ) -> dict[str, int]:
