@@ -24,7 +24,7 @@ from exporter.engine.profile import (
     parse_gates,
     parse_minor,
 )
-from exporter.engine.whatif import MAX_SCENARIO_COUNT
+from exporter.engine.whatif.scenario import MAX_SCENARIO_COUNT
 from exporter.report.document import formatted_evaluation_document, service_document
 from exporter.report.overview import (
     ALL_PROBLEMS,
@@ -51,7 +51,7 @@ from exporter.terminal import json_printable, printable
 
 if TYPE_CHECKING:
     from exporter.engine import Evaluation
-    from exporter.engine.whatif import ScenarioStep
+    from exporter.engine.whatif.scenario import ScenarioStep
     from exporter.live.serve import ServeOptions
 
 # `serve` and its sources (the `kubernetes` client, prometheus_client) are imported by the
@@ -722,32 +722,38 @@ def _run_explain(args: argparse.Namespace) -> int:
 
 def _zone_loss(snapshot: Snapshot, evaluation: Evaluation) -> dict[str, int]:
     """Per zone, the Services whose hints losing it would take away (what-if, section 11)."""
-    from exporter.engine import whatif  # noqa: PLC0415
     from exporter.engine.evaluate import slices_by_service  # noqa: PLC0415
+    from exporter.engine.whatif.feasibility import Feasibility  # noqa: PLC0415
+    from exporter.engine.whatif.forecast import (  # noqa: PLC0415
+        service_forecasts,
+        services_losing_hints,
+    )
+    from exporter.engine.whatif.zoneloss import zone_loss_views  # noqa: PLC0415
 
     # The live exporter's per-entry forecasts: enabled auto entries are judged from their
     # count alone, without building any converged routing.
-    views = whatif.zone_loss_views(snapshot.nodes, profile=evaluation.profile)
-    feasibility = whatif.Feasibility(evaluation.capacity)
+    views = zone_loss_views(snapshot.nodes, profile=evaluation.profile)
+    feasibility = Feasibility(evaluation.capacity)
     grouped = slices_by_service(snapshot.endpoint_slices)
     forecasts = (
         (verdict.key[:2], forecast)
         for verdict in evaluation.services
-        for forecast in whatif.service_forecasts(
+        for forecast in service_forecasts(
             (verdict,), grouped[verdict.key[:2]], evaluation.nodes, feasibility, views
         )
     )
-    return whatif.services_losing_hints(forecasts, views)
+    return services_losing_hints(forecasts, views)
 
 
 def _zone_loss_skipped(snapshot: Snapshot) -> int:
-    from exporter.engine import whatif  # noqa: PLC0415
+    from exporter.engine.whatif.zoneloss import zone_loss_beyond_cap  # noqa: PLC0415
 
-    return whatif.zone_loss_beyond_cap(snapshot.nodes)
+    return zone_loss_beyond_cap(snapshot.nodes)
 
 
 def _run_what_if(args: argparse.Namespace) -> int:
-    from exporter.engine import whatif  # noqa: PLC0415
+    from exporter.engine.whatif.outcome import what_if  # noqa: PLC0415
+    from exporter.engine.whatif.scenario import Cluster, ScenarioError  # noqa: PLC0415
     from exporter.report import whatif as report  # noqa: PLC0415
     from exporter.report.explain import ExplainOptions  # noqa: PLC0415
 
@@ -760,12 +766,10 @@ def _run_what_if(args: argparse.Namespace) -> int:
         raise CommandError(missing_error(missing))
     for note in profile.notes():
         _warn(note)
-    cluster = whatif.Cluster(
-        snapshot.nodes, snapshot.services, snapshot.endpoint_slices, profile=profile
-    )
+    cluster = Cluster(snapshot.nodes, snapshot.services, snapshot.endpoint_slices, profile=profile)
     try:
         steps = [_scenario_step(kind, value) for kind, value in args.steps]
-        result = whatif.what_if(cluster, steps)
+        result = what_if(cluster, steps)
         requests = []
         if args.rollout:
             namespace, name = report.parse_service_name(args.rollout)
@@ -778,7 +782,7 @@ def _run_what_if(args: argparse.Namespace) -> int:
                 )
             )
         rollouts = report.answer_rollouts(result, requests)
-    except whatif.ScenarioError as error:
+    except ScenarioError as error:
         raise CommandError(str(error)) from None
     if args.output == "json":
         _print_json(report.what_if_document(result, rollouts, show_all=args.all))
@@ -789,13 +793,13 @@ def _run_what_if(args: argparse.Namespace) -> int:
 
 
 def _scenario_step(kind: str, value: str) -> ScenarioStep:
-    from exporter.engine import whatif  # noqa: PLC0415
+    from exporter.engine.whatif.scenario import LoseNodes, LoseZone  # noqa: PLC0415
     from exporter.report import whatif as report  # noqa: PLC0415
 
     if kind == "lose-zone":
-        return whatif.LoseZone(value)
+        return LoseZone(value)
     if kind == "lose-node":
-        return whatif.LoseNodes((value,))
+        return LoseNodes((value,))
     return report.parse_scale(value)
 
 

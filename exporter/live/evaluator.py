@@ -43,14 +43,9 @@ from exporter.engine.evaluate import (
 from exporter.engine.kubeproxy import KubeProxyRoutes
 from exporter.engine.model import Node
 from exporter.engine.profile import ASSUMED, Profile
-from exporter.engine.whatif import (
-    EntryForecast,
-    Feasibility,
-    ZoneLossView,
-    service_forecasts,
-    zone_loss_beyond_cap,
-    zone_loss_views,
-)
+from exporter.engine.whatif.feasibility import Feasibility
+from exporter.engine.whatif.forecast import EntryForecast, service_forecasts
+from exporter.engine.whatif.zoneloss import ZoneLossView, zone_loss_beyond_cap, zone_loss_views
 from exporter.live.store import Changes, ClusterStore
 from exporter.live.transitions import TransitionLog
 from exporter.vocabulary import ControllerEvent, EntryKey, EventKey, ServiceKey

@@ -37,7 +37,8 @@ from exporter.engine import (
     ReadyNodes,
     ServiceVerdict,
 )
-from exporter.engine.whatif import MAX_ZONE_LOSS_ZONES, NO_FORECAST, EntryForecast
+from exporter.engine.whatif.forecast import NO_FORECAST, EntryForecast
+from exporter.engine.whatif.zoneloss import MAX_ZONE_LOSS_ZONES
 from exporter.live.evaluator import ExporterState, ServiceResult
 from exporter.vocabulary import ServiceKey
 
@@ -899,7 +900,8 @@ class LastEventTally:
 
 class ZoneLossTally:
     """Per zone of the cluster, over exported entries: their forecasts were made when each
-    Service was evaluated, so this only counts (as `forecast_zone_loss` does)."""
+    Service was evaluated, so this only counts the zones each names
+    (`EntryForecast.zones_losing_hints`)."""
 
     def __init__(self, state: ExporterState) -> None:
         self._counts = dict.fromkeys((view.zone for view in state.zone_loss_views), 0)

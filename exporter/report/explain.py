@@ -41,7 +41,8 @@ from exporter.engine.mechanism import deciding_annotation
 from exporter.engine.model import ZONE_LABEL
 from exporter.engine.profile import NEWEST_MINOR, Component, Profile, Source, kube_proxy_effect
 from exporter.engine.reasons import HINTS_DISABLED_EVENT, HINTS_ENABLED_EVENT
-from exporter.engine.whatif import MAX_ZONE_LOSS_ZONES, Feasibility, Margin, endpoint_margin
+from exporter.engine.whatif.feasibility import Feasibility, Margin, endpoint_margin
+from exporter.engine.whatif.zoneloss import MAX_ZONE_LOSS_ZONES
 from exporter.report.overview import NODES, missing_warnings
 
 LABEL_WIDTH = 19

@@ -12,20 +12,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from exporter.engine import ExpectedState, ServiceVerdict
-from exporter.engine.whatif import (
-    MAX_SCENARIO_COUNT,
-    Change,
-    EntryChange,
+from exporter.engine.whatif.feasibility import (
     Feasibility,
+    endpoint_margin,
+    rollout_refused_counts,
+)
+from exporter.engine.whatif.outcome import Change, EntryChange, Outcome, WhatIf
+from exporter.engine.whatif.scenario import (
+    MAX_SCENARIO_COUNT,
     LoseNodes,
     LoseZone,
-    Outcome,
     Scale,
     ScenarioError,
     ScenarioStep,
-    WhatIf,
-    endpoint_margin,
-    rollout_refused_counts,
 )
 from exporter.report.explain import (
     ExplainOptions,

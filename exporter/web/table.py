@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlencode
 
 from exporter.engine import Evaluation, ExpectedState, Mechanism, ServiceVerdict
 from exporter.engine.problems import PROBLEMS, ProblemId, Severity, problems_of, severity_of
-from exporter.engine.whatif import NO_FORECAST, EntryForecast, services_losing_hints
+from exporter.engine.whatif.forecast import NO_FORECAST, EntryForecast, services_losing_hints
 from exporter.live.evaluator import ExporterState, ServiceResult
 from exporter.report.explain import AVOIDABLE_WORTH_SAYING, whole_percent, zone_loss_skipped_text
 from exporter.vocabulary import ServiceKey

@@ -16,7 +16,9 @@ from exporter.engine import DataPlane, EndpointSlice, Node, Service, cluster_cap
 from exporter.engine.evaluate import entry_inputs, evaluate, evaluate_service, ready_nodes
 from exporter.engine.kubeproxy import KubeProxyRoutes, proxy_view_of
 from exporter.engine.routing import service_endpoints
-from exporter.engine.whatif import EntryForecast, Feasibility, service_forecasts, zone_loss_views
+from exporter.engine.whatif.feasibility import Feasibility
+from exporter.engine.whatif.forecast import EntryForecast, service_forecasts
+from exporter.engine.whatif.zoneloss import zone_loss_views
 from tests.engine.builders import endpoint, endpoint_slice, node, service
 
 ZONES = ("zone-0", "zone-1", "zone-2")
