@@ -102,9 +102,11 @@ def service_page(
     view: StatusView, namespace: str, name: str, links: Links, context: PageContext
 ) -> bytes | None:
     """One Service's page, or None when the state holds no such Service."""
-    result = view.state.services.get((namespace, name))
-    if result is None:
+    known = view.rows_of.get((namespace, name))
+    if known is None:
         return None
+    # The rows carry the live forecasts: the page's margin is the one the list shows.
+    _, rows = known
     return _render(
         "service.html",
         current="service",
@@ -113,7 +115,7 @@ def service_page(
         namespace=namespace,
         name=name,
         namespace_query=Query(namespace=namespace).encode(),
-        services=[service_facts(view.evaluation, verdict) for verdict in result.verdicts],
+        services=[service_facts(view.evaluation, row.verdict, row.forecast.margin) for row in rows],
         state_tones=STATE_TONES,
         cross_zone_model=CROSS_ZONE_MODEL,
     )
