@@ -58,6 +58,19 @@ class PageContext:
     readiness: str
     evaluated_at: str | None
     watches: tuple[WatchHealth, ...] = ()
+    # Set on a sharded exporter: what its pages leave out (`shard_notice`).
+    shard_notice: str = ""
+
+
+def shard_notice(shard: int, total_shards: int) -> str:
+    """What a sharded exporter's pages cover: its own Services, never the whole cluster."""
+    if total_shards <= 1:
+        return ""
+    return (
+        f"Shard {shard} of {total_shards} (numbered from 0): counts cover only the Services "
+        "this shard owns; the other shards' pages show the rest. Nodes and zone shares are "
+        "the whole cluster's."
+    )
 
 
 TEMPLATES = ("index.html", "service.html", "not_found.html")

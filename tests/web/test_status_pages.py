@@ -533,3 +533,25 @@ def test_margin_is_said_in_explains_words_on_the_list_and_the_page(
     assert "-0 / +1" not in listing
     page = get(app, "/services/shop/cart")[2].decode()
     assert f"<strong>Margin:</strong> {margin}</p>" in page
+
+
+SHARD_NOTICE = "Shard 1 of 2 (numbered from 0): counts cover only the Services this shard owns"
+
+
+def test_a_sharded_exporter_says_its_pages_cover_its_shard_only(tmp_path: Path) -> None:
+    """`serve --shard 1 --total-shards 2`: the list and each Service page say which shard
+    they show; an exporter that is not sharded says nothing of shards."""
+    options = ServeOptions(
+        listen_address="127.0.0.1:0", snapshot=str(DEMO), shard=1, total_shards=2
+    )
+    with running_exporter(options) as live:
+        wait_until(lambda: live.readiness()[0], timeout=30)
+        listing = live.pages.handle("/")[2].decode()
+        owned = sorted(live.evaluator.state.services)
+        service = live.pages.handle(f"/services/{owned[0][0]}/{owned[0][1]}")[2].decode()
+    assert 0 < len(owned) < len(load_snapshot(str(DEMO)).services), "the demo splits"
+    assert SHARD_NOTICE in listing
+    assert SHARD_NOTICE in service
+    unsharded = pages(evaluated(load_snapshot(str(DEMO))))
+    assert "Shard" not in get(unsharded, "/")[2].decode()
+    assert "Shard" not in get(unsharded, "/services/shop/cart")[2].decode()
