@@ -218,6 +218,8 @@ class Exporter:
             if options.snapshot
             else "Kubernetes API",
             external_url=options.external_url,
+            shard=options.shard,
+            total_shards=options.total_shards,
         )
         self.routes = default_routes(metrics, ready=self.readiness, healthy=self.liveness)
         # The status pages answer every path the table does not name: /, /services/...,

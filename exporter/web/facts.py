@@ -18,22 +18,26 @@ from exporter.engine import (
     ServiceVerdict,
 )
 from exporter.engine.allocation import OVERLOAD_LIMIT, refusal_reason
+from exporter.engine.whatif.feasibility import Margin
 from exporter.report.explain import (
     _MODE_TEXT,
     AVOIDABLE_WORTH_SAYING,
     TABLE_COLUMNS,
     ExplainOptions,
+    Tone,
     advisor_range,
     cross_zone_text,
     drift_texts,
     event_text,
     load_warnings,
+    margin_text,
     mechanism_text,
     node_fix,
     node_lack,
     percent,
     profile_effect,
     profile_lines,
+    routing_text,
     suggestion,
     table_rows,
     whole_percent,
@@ -172,6 +176,34 @@ def cross_zone_rows(verdict: ServiceVerdict) -> tuple[CrossZoneRow, ...]:
 
 
 @dataclass(frozen=True, slots=True)
+class RoutingLine:
+    """Where one configured data plane sends this Service's traffic, in explain's words."""
+
+    dataplane: str
+    text: str
+    # "good" when every client's traffic stays local, "bad" when it fails closed.
+    tone: str
+
+
+# explain's terminal colours as the pages' tones; bold (no routing at all) has none.
+_TONES = {Tone.GOOD: "good", Tone.WARN: "warn", Tone.BAD: "bad"}
+
+
+def routing_lines(evaluation: Evaluation, verdict: ServiceVerdict) -> tuple[RoutingLine, ...]:
+    """Per configured data plane, in the configured order, as explain's "Effective routing"."""
+    lines = []
+    for dataplane, view in verdict.routing.items():
+        text, tone = routing_text(dataplane, view, evaluation.nodes)
+        lines.append(RoutingLine(str(dataplane), text, _TONES.get(tone, "")))
+    return tuple(lines)
+
+
+def margin_words(margin: Margin) -> str:
+    """explain's "Margin" sentence; the list's Margin column says the same."""
+    return margin_text(margin)
+
+
+@dataclass(frozen=True, slots=True)
 class ServiceFacts:
     verdict: ServiceVerdict
     mechanism: str
@@ -194,6 +226,12 @@ class ServiceFacts:
     version_skew: str | None = None
     # Per data plane; empty where no routing applies.
     cross_zone: tuple[CrossZoneRow, ...] = ()
+    # Per configured data plane, in the configured order (behaviour §10).
+    routing: tuple[RoutingLine, ...] = ()
+    # The command that does what the suggestion says, whole, as explain prints it.
+    suggestion_command: str | None = None
+    # How far the endpoint count may move before hints turn off (enabled `auto` only).
+    margin: str | None = None
 
 
 def completeness_words(verdict: ServiceVerdict) -> tuple[str, str | None]:
@@ -249,9 +287,13 @@ def advisor_steps(capacity: ClusterCapacity, verdict: ServiceVerdict) -> tuple[A
     )
 
 
-def service_facts(evaluation: Evaluation, verdict: ServiceVerdict) -> ServiceFacts:
+def service_facts(
+    evaluation: Evaluation, verdict: ServiceVerdict, margin: Margin | None = None
+) -> ServiceFacts:
+    """`margin`: the live forecast's endpoint margin of this entry (the list shows it too)."""
     auto = verdict.mechanism is Mechanism.AUTO
     capacity = evaluation.capacity
+    advice = suggestion(capacity, verdict) if auto and capacity.sufficient else None
     completeness, warning = completeness_words(verdict)
     same_node = (
         f"{ProxyMode.PREFER_SAME_NODE} on {', '.join(verdict.proxy.same_node)}: "
@@ -275,10 +317,13 @@ def service_facts(evaluation: Evaluation, verdict: ServiceVerdict) -> ServiceFac
             IssueFix(str(issue), issue.fix) for issue in sorted(verdict.config_issues)
         ),
         advisor=advisor_steps(capacity, verdict) if auto else None,
-        suggestion=suggestion(capacity, verdict).text if auto and capacity.sufficient else None,
+        suggestion=advice.text if advice is not None else None,
         notices=tuple(IssueFix(str(notice), notice.text) for notice in sorted(verdict.notices)),
         version_skew=profile_effect(evaluation, verdict),
         cross_zone=cross_zone_rows(verdict),
+        routing=routing_lines(evaluation, verdict),
+        suggestion_command=advice.command if advice is not None else None,
+        margin=margin_words(margin) if margin is not None and advice is not None else None,
     )
 
 

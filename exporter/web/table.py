@@ -7,7 +7,6 @@ state; a request only filters, slices and renders one page of them.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from exporter.engine.whatif.forecast import NO_FORECAST, EntryForecast, services
 from exporter.live.evaluator import ExporterState, ServiceResult
 from exporter.report.explain import AVOIDABLE_WORTH_SAYING, whole_percent, zone_loss_skipped_text
 from exporter.vocabulary import ServiceKey
-from exporter.web.facts import ClusterFacts, cluster_facts, share
+from exporter.web.facts import ClusterFacts, cluster_facts, margin_words, share
 from exporter.web.links import Links
 
 DEFAULT_PER_PAGE = 100
@@ -186,9 +185,9 @@ def _margin_cell(row: ServiceRow) -> Cell:
     margin = row.forecast.margin
     if margin is None:
         return Cell("-")
-    up = "any" if math.isinf(margin.up) else f"+{int(margin.up)}"
+    # In explain's words, as the Service's page says it: "-0 / +1" read as signed numbers.
     tone = Tone.WARN if margin.down == 0 or margin.up == 0 else Tone.NONE
-    return Cell(f"-{margin.down} / {up}", tone, "endpoints down / up")
+    return Cell(margin_words(margin), tone)
 
 
 def _problems_cell(row: ServiceRow) -> Cell:
@@ -208,7 +207,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("Hint completeness", _completeness_cell, numeric=True),
     Column("Routing", _routing_cell),
     Column("Cross-zone", _cross_zone_cell, numeric=True),
-    Column("Margin", _margin_cell, numeric=True),
+    Column("Margin", _margin_cell),
 )
 
 

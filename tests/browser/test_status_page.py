@@ -16,6 +16,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
+from exporter.report.explain import select_verdicts, suggestion
 from exporter.sources.snapshot import load_snapshot
 from tests.browser.chromium import (
     DESKTOP,
@@ -129,6 +130,21 @@ def test_service_link_opens_its_page_with_the_zone_table(browser: WebDriver, dem
     main = browser.find_element(By.TAG_NAME, "main").text
     assert "MinAllocationExceedsOverloadThreshold" in main
     assert "scale to 7 or 9 ready endpoints" in main
+
+
+def test_the_fix_command_is_copied_whole_at_phone_width(browser: WebDriver, demo: str) -> None:
+    """The Suggestion's command, as explain prints it: wrapped to a phone's screen, yet one
+    click selects it all, with no line break in what is copied."""
+    evaluation = load_snapshot(str(DEMO)).evaluate()
+    (checkout,) = select_verdicts(evaluation, "payments/checkout")
+    command = suggestion(evaluation.capacity, checkout).command
+    assert command is not None
+    set_viewport(browser, PHONE[0], PHONE[1], mobile=True)
+    open_page(browser, demo + "/services/payments/checkout")
+    code = browser.find_element(By.CSS_SELECTOR, "pre.command code")
+    assert code.size["width"] <= PHONE[0]
+    code.click()
+    assert browser.execute_script("return window.getSelection().toString()") == command
 
 
 def markup_snapshot(path: Path) -> Path:
