@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from exporter.engine import (
     ClusterCapacity,
     Evaluation,
-    ExpectedState,
     Mechanism,
     ProxyMode,
     ServiceVerdict,
@@ -40,8 +39,6 @@ from exporter.report.explain import (
     why_text,
     zone_name,
 )
-
-PLAIN = ExplainOptions(color=False)
 
 
 def has_overloaded_zone(verdict: ServiceVerdict) -> bool:
@@ -294,11 +291,3 @@ def service_facts(evaluation: Evaluation, verdict: ServiceVerdict) -> ServiceFac
         version_skew=profile_effect(evaluation, verdict),
         cross_zone=cross_zone_rows(verdict),
     )
-
-
-def verdict_words(verdict: ServiceVerdict) -> str:
-    if verdict.expected_state is ExpectedState.DISABLED:
-        return f"disabled ({verdict.reason})"
-    if verdict.expected_state is ExpectedState.ENABLED:
-        return "enabled"
-    return "not applicable"
