@@ -65,11 +65,6 @@ class ProxyView:
     # Nodes in PreferSameNode, sorted.
     same_node: tuple[str, ...]
 
-    def mode_of_node(self, node: str, zone: str) -> ProxyMode | None:
-        if node in self.same_node:
-            return ProxyMode.PREFER_SAME_NODE
-        return self.by_zone.get(zone)
-
 
 def proxy_view_of(view: RoutingView, service: Service) -> ProxyView:
     """The `kube-proxy` data plane's routing in section 5's mode names.

@@ -29,6 +29,7 @@ from exporter.report.document import cross_zone_field, routing_fields
 from exporter.sources.snapshot import load_snapshot
 from tests.conftest import CONFORMANCE_DIR
 from tests.engine.builders import endpoint, endpoint_slice, node, service
+from tests.engine.views import routing_of
 
 EVERY_DATAPLANE = tuple(DataPlane)
 _HINT_NODE = {DataPlane.KUBE_PROXY, DataPlane.CALICO_EBPF}
@@ -105,7 +106,7 @@ def reference(
     for client in nodes:
         if not (client.ready and client.zone and client.allocatable_cpu):
             continue
-        routing = view.routing_of(client.name, client.zone)
+        routing = routing_of(view, client.name, client.zone)
         assert routing is not None
         given_ = _given(dataplane, verdict.service, slices, routing, client)
         if not given_:
