@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from exporter.engine import (
     ClusterCapacity,
     Evaluation,
-    ExpectedState,
     Mechanism,
     ProxyMode,
     ServiceVerdict,
@@ -44,8 +43,6 @@ from exporter.report.explain import (
     why_text,
     zone_name,
 )
-
-PLAIN = ExplainOptions(color=False)
 
 
 def share(ratio: float) -> str:
@@ -325,11 +322,3 @@ def service_facts(
         suggestion_command=advice.command if advice is not None else None,
         margin=margin_words(margin) if margin is not None and advice is not None else None,
     )
-
-
-def verdict_words(verdict: ServiceVerdict) -> str:
-    if verdict.expected_state is ExpectedState.DISABLED:
-        return f"disabled ({verdict.reason})"
-    if verdict.expected_state is ExpectedState.ENABLED:
-        return "enabled"
-    return "not applicable"

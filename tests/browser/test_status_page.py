@@ -27,7 +27,7 @@ from tests.browser.chromium import (
     set_viewport,
 )
 from tests.conftest import EXAMPLES_DIR
-from tests.e2e.exporter import serving_snapshot
+from tests.processes import serving
 
 pytestmark = pytest.mark.browser
 
@@ -42,8 +42,8 @@ ALERT_TRAP = "window.__alerts = []; window.alert = (text) => window.__alerts.pus
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`serve --snapshot` on the demo cluster; the base URL."""
     log = tmp_path_factory.mktemp("exporter") / "exporter.log"
-    with serving_snapshot(DEMO, log) as address:
-        yield f"http://{address}"
+    with serving("--snapshot", str(DEMO), log=log) as exporter:
+        yield exporter.url
 
 
 @pytest.fixture(scope="module")
@@ -177,8 +177,8 @@ def test_markup_in_annotations_is_shown_as_text_and_runs_nothing(
     browser: WebDriver, tmp_path: Path
 ) -> None:
     snapshot = markup_snapshot(tmp_path / "markup.json")
-    with serving_snapshot(snapshot, tmp_path / "exporter.log") as address:
-        open_page(browser, f"http://{address}/?q=markup")
+    with serving("--snapshot", str(snapshot), log=tmp_path / "exporter.log") as exporter:
+        open_page(browser, f"{exporter.url}/?q=markup")
         assert [row["name"] for row in table_rows(browser)] == ["markup"]
         browser.find_element(By.LINK_TEXT, "markup").click()
         WebDriverWait(browser, 10).until(lambda d: d.current_url.endswith("/services/shop/markup"))
