@@ -24,7 +24,9 @@ from exporter import __version__
 from exporter.engine import DEFAULT_DATAPLANES, DataPlane
 from exporter.engine.profile import Profile, ProfileError, ProfileFlags
 from exporter.engine.whatif.zoneloss import MAX_ZONE_LOSS_ZONES
-from exporter.http.server import BasicAuth, MetricsServer, default_routes, make_app
+from exporter.http.auth import BasicAuth
+from exporter.http.routes import default_routes, make_app
+from exporter.http.server import MetricsServer
 from exporter.http.webconfig import WebConfig, load_web_config, tls_from_flags
 from exporter.live.evaluator import Evaluator
 from exporter.live.store import ClusterStore
