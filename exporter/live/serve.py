@@ -45,7 +45,8 @@ from exporter.sources.cluster import ENDPOINT_SLICES, EVENTS, NODES, SERVICES, S
 from exporter.sources.dataplanes import FLAG, detect_dataplanes
 from exporter.sources.informer import Informer, InformerSettings
 from exporter.sources.kubeapi import ConfigError, KubeTransport, api_client
-from exporter.sources.snapshot import DEFAULT_MAX_INPUT_BYTES, load_snapshot
+from exporter.sources.snapshot import load_snapshot
+from exporter.sources.snapshot_input import DEFAULT_MAX_INPUT_BYTES
 from exporter.sources.version import read_server_minor
 from exporter.vocabulary import EventTypeLabel, Resource, RestartCause
 from exporter.web.app import StatusPages
