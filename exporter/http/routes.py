@@ -1,4 +1,4 @@
-"""The WSGI side of the HTTP surface: routes by path, the probes, plain-text answers."""
+"""The apps the HTTP server serves: routes by path, the probes, plain-text answers."""
 
 from __future__ import annotations
 
