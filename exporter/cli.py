@@ -41,12 +41,8 @@ from exporter.report.overview import (
 )
 from exporter.runtime import tune_garbage_collector
 from exporter.sources.quantity import parse_quantity
-from exporter.sources.snapshot import (
-    DEFAULT_MAX_INPUT_BYTES,
-    Snapshot,
-    SnapshotError,
-    load_snapshot,
-)
+from exporter.sources.snapshot import Snapshot, load_snapshot
+from exporter.sources.snapshot_input import DEFAULT_MAX_INPUT_BYTES, SnapshotError
 from exporter.terminal import json_printable, printable
 
 if TYPE_CHECKING:

@@ -24,7 +24,9 @@ from exporter import __version__
 from exporter.engine import DEFAULT_DATAPLANES, DataPlane
 from exporter.engine.profile import Profile, ProfileError, ProfileFlags
 from exporter.engine.whatif.zoneloss import MAX_ZONE_LOSS_ZONES
-from exporter.http.server import BasicAuth, MetricsServer, default_routes, make_app
+from exporter.http.auth import BasicAuth
+from exporter.http.routes import default_routes, make_app
+from exporter.http.server import MetricsServer
 from exporter.http.webconfig import WebConfig, load_web_config, tls_from_flags
 from exporter.live.evaluator import Evaluator
 from exporter.live.store import ClusterStore
@@ -43,7 +45,8 @@ from exporter.sources.cluster import ENDPOINT_SLICES, EVENTS, NODES, SERVICES, S
 from exporter.sources.dataplanes import FLAG, detect_dataplanes
 from exporter.sources.informer import Informer, InformerSettings
 from exporter.sources.kubeapi import ConfigError, KubeTransport, api_client
-from exporter.sources.snapshot import DEFAULT_MAX_INPUT_BYTES, load_snapshot
+from exporter.sources.snapshot import load_snapshot
+from exporter.sources.snapshot_input import DEFAULT_MAX_INPUT_BYTES
 from exporter.sources.version import read_server_minor
 from exporter.vocabulary import EventTypeLabel, Resource, RestartCause
 from exporter.web.app import StatusPages
