@@ -35,11 +35,11 @@ from exporter.engine import (
 from exporter.engine.crosszone import NO_CLIENTS, Clients, CrossZones
 from exporter.engine.evaluate import (
     EntryInputs,
-    Judgements,
     ready_nodes,
     rejudged,
     service_inputs,
 )
+from exporter.engine.judgement import Judgements
 from exporter.engine.kubeproxy import KubeProxyRoutes
 from exporter.engine.model import Node
 from exporter.engine.profile import ASSUMED, Profile

@@ -11,13 +11,8 @@ from hypothesis import strategies as st
 
 from exporter.engine import DataPlane, EndpointSlice, Node, Service, cluster_capacity
 from exporter.engine.crosszone import Clients, CrossZones
-from exporter.engine.evaluate import (
-    Judgements,
-    evaluate_service,
-    ready_nodes,
-    rejudged,
-    service_inputs,
-)
+from exporter.engine.evaluate import evaluate_service, ready_nodes, rejudged, service_inputs
+from exporter.engine.judgement import Judgements
 from tests.engine.builders import endpoint, endpoint_slice, service, zone_nodes
 
 ZONES = ("zone-0", "zone-1", "zone-2")
