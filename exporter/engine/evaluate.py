@@ -8,22 +8,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from exporter.engine.allocation import NearestFeasible
-from exporter.engine.capacity import ClusterCapacity, cluster_capacity
-from exporter.engine.crosszone import (
-    NO_CLIENTS,
-    NO_CROSS_ZONES,
-    Clients,
-    CrossZone,
-    CrossZones,
-)
+from exporter.engine.capacity import ClusterCapacity
+from exporter.engine.context import DEFAULT_DATAPLANES, NodeContext, node_context, ready_nodes
+from exporter.engine.crosszone import NO_CLIENTS, Clients, CrossZone
 from exporter.engine.dataplanes import route
 from exporter.engine.health import DriftKind, drift_kinds, hint_completeness
-from exporter.engine.judgement import (
-    ExpectedState,
-    Judgements,
-    ZoneVerdict,
-)
-from exporter.engine.kubeproxy import KubeProxyRoutes, ProxyView, ReadyNodes
+from exporter.engine.judgement import ExpectedState, ZoneVerdict
+from exporter.engine.kubeproxy import ProxyView, ReadyNodes
 from exporter.engine.mechanism import ConfigIssue, Mechanism, config_issues, mechanism_of
 from exporter.engine.model import Endpoint, EndpointSlice, Node, Service
 from exporter.engine.profile import ASSUMED, Notice, Profile, notices_of
@@ -36,9 +27,8 @@ from exporter.engine.routing import (
     ServiceEndpoints,
 )
 
-DEFAULT_DATAPLANES = (DataPlane.KUBE_PROXY,)
-
-# ExpectedState and ZoneVerdict (exporter.engine.judgement) are part of a verdict: named here too.
+# ExpectedState and ZoneVerdict (exporter.engine.judgement) are part of a verdict, and the
+# context module's ready_nodes and DEFAULT_DATAPLANES part of evaluating: named here too.
 __all__ = [
     "DEFAULT_DATAPLANES",
     "EntryInputs",
@@ -52,7 +42,6 @@ __all__ = [
     "evaluate_entry",
     "evaluate_service",
     "ready_nodes",
-    "rejudged",
     "service_inputs",
     "slices_by_service",
 ]
@@ -113,10 +102,6 @@ class Evaluation:
     profile: Profile = ASSUMED
     # behaviour §13's clients: Ready nodes with a zone and CPU, weighted by CPU.
     clients: Clients = NO_CLIENTS
-
-
-def ready_nodes(nodes: Iterable[Node]) -> ReadyNodes:
-    return ReadyNodes.from_pairs((node.name, node.zone or "") for node in nodes if node.ready)
 
 
 def counted_endpoints(slices: Iterable[EndpointSlice]) -> list[Endpoint]:
@@ -285,29 +270,16 @@ def service_inputs(
     )
 
 
-def evaluate_entry(
-    inputs: EntryInputs,
-    capacity: ClusterCapacity,
-    nodes: ReadyNodes,
-    dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES,
-    judgements: Judgements | None = None,
-    routes: KubeProxyRoutes | None = None,
-    profile: Profile = ASSUMED,
-    cross_zones: CrossZones = NO_CROSS_ZONES,
-) -> ServiceVerdict:
-    """The entry's verdict under this capacity and these Ready nodes.
+def evaluate_entry(inputs: EntryInputs, context: NodeContext) -> ServiceVerdict:
+    """The entry's verdict in this node view (`inputs` made under the context's profile).
 
-    `judgements` (made for `capacity`) and `routes` (made for `nodes` and the profile's
-    kube-proxy) share judgements and kube-proxy routings between the entries of one node
-    view; `cross_zones` (for the same nodes' clients) weighs and shares the cross-zone
-    shares. `profile` must be the one `inputs` were made under.
+    The context's memos share judgements, kube-proxy routings and cross-zone shares
+    between the entries of the view.
     """
     mechanism = inputs.mechanism
     ready = inputs.ready
     hinted_by_zone = inputs.hinted_by_zone
-    if judgements is None or judgements.capacity is not capacity:
-        judgements = Judgements(capacity)
-    judgement = judgements.judge(
+    judgement = context.judgements.judge(
         mechanism,
         ready=ready,
         hinted=inputs.hinted,
@@ -325,16 +297,14 @@ def evaluate_entry(
             empty_zone_hints=inputs.empty_zone_hints,
         )
     endpoints = inputs.endpoints
+    nodes = context.nodes
     # kube-proxy's routing is section 5's proxy mode: computed once, whether configured or not.
-    behaviour = profile.kube_proxy_behaviour
-    if routes is None or not routes.serves(nodes, behaviour):
-        routes = KubeProxyRoutes(nodes, behaviour)
-    kube_proxy, proxy = routes.route(endpoints)
+    kube_proxy, proxy = context.routes.route(endpoints)
     routing = {
         dataplane: kube_proxy
         if dataplane is DataPlane.KUBE_PROXY
         else route(dataplane, endpoints, nodes)
-        for dataplane in dataplanes
+        for dataplane in context.dataplanes
     }
     return ServiceVerdict(
         service=inputs.service,
@@ -354,89 +324,21 @@ def evaluate_entry(
         carries_hints=inputs.carries_hints,
         routing=MappingProxyType(routing),
         notices=inputs.notices,
-        cross_zone=cross_zones.of(routing, endpoints),
+        cross_zone=context.cross_zones.of(routing, endpoints),
     )
 
 
-def rejudged(
-    verdict: ServiceVerdict,
-    judgements: Judgements,
-    reweighed: tuple[EntryInputs, CrossZones, Clients] | None = None,
-) -> ServiceVerdict:
-    """The verdict under `judgements`' capacity, for the same slices and Ready nodes.
-
-    What a node change that moves only CPU shares asks of every entry: the counts the
-    judgement reads are in the verdict, and everything else (routing, proxy modes,
-    endpoint counts) does not depend on capacity, so the slices are not read again.
-    Equal to evaluating the entry afresh under the new capacity. `reweighed`: the entry's
-    inputs, the new clients' memo and the earlier clients, when client CPU moved (the
-    cross-zone shares weigh it).
-    """
-    hinted_by_zone = {zone: figures.hinted for zone, figures in verdict.zones.items()}
-    judgement = judgements.judge(
-        verdict.mechanism,
-        ready=verdict.ready_endpoints,
-        hinted=verdict.hinted_endpoints,
-        every_endpoint_has_zone=sum(verdict.zone_endpoints.values()) == verdict.ready_endpoints,
-        hinted_by_zone=hinted_by_zone,
-    )
-    return ServiceVerdict(
-        service=verdict.service,
-        address_type=verdict.address_type,
-        mechanism=verdict.mechanism,
-        expected_state=judgement.expected_state,
-        reason=judgement.reason,
-        ready_endpoints=verdict.ready_endpoints,
-        hinted_endpoints=verdict.hinted_endpoints,
-        zones=judgement.zones,
-        zone_endpoints=verdict.zone_endpoints,
-        hint_completeness=verdict.hint_completeness,
-        proxy=verdict.proxy,
-        nearest_feasible=judgement.nearest_feasible,
-        config_issues=verdict.config_issues,
-        drift=verdict.drift if judgement.drift is None else judgement.drift,
-        carries_hints=verdict.carries_hints,
-        routing=verdict.routing,
-        notices=verdict.notices,
-        cross_zone=(
-            verdict.cross_zone
-            if reweighed is None
-            else reweighed[1].reweighed(
-                verdict.cross_zone, verdict.routing, reweighed[0].endpoints, reweighed[2]
-            )
-        ),
-    )
-
-
-def evaluate_service(  # noqa: PLR0913 - the node view's shared values, passed in
-    service: Service,
-    slices: Sequence[EndpointSlice],
-    capacity: ClusterCapacity,
-    nodes: ReadyNodes,
-    dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES,
-    judgements: Judgements | None = None,
-    routes: KubeProxyRoutes | None = None,
-    inputs: Sequence[EntryInputs] | None = None,
-    *,
-    profile: Profile = ASSUMED,
-    cross_zones: CrossZones = NO_CROSS_ZONES,
+def evaluate_service(
+    service: Service, slices: Sequence[EndpointSlice], context: NodeContext
 ) -> tuple[ServiceVerdict, ...]:
     """One verdict per address type among the Service's slices, sorted by address type.
 
-    Pass the same `judgements` (made for `capacity`) and `routes` (made for `nodes`) to
-    every call of one node view so that Services of one shape share their allocation and
-    their routing. `inputs`: `service_inputs(service, slices)`, when the caller kept it.
+    Pass one context to every call of one node view so that Services of one shape share
+    their allocation and their routing.
     """
-    if judgements is None or judgements.capacity is not capacity:
-        judgements = Judgements(capacity)
-    behaviour = profile.kube_proxy_behaviour
-    if routes is None or not routes.serves(nodes, behaviour):
-        routes = KubeProxyRoutes(nodes, behaviour)
-    if inputs is None:
-        inputs = service_inputs(service, slices, profile=profile)
     return tuple(
-        evaluate_entry(entry, capacity, nodes, dataplanes, judgements, routes, profile, cross_zones)
-        for entry in inputs
+        evaluate_entry(entry, context)
+        for entry in service_inputs(service, slices, profile=context.profile)
     )
 
 
@@ -462,36 +364,20 @@ def evaluate(
 
     `profile`: the Kubernetes versions and gates to evaluate under (behaviour §12).
     """
-    node_list = tuple(nodes)
-    capacity = cluster_capacity(node_list)
-    ready = ready_nodes(node_list)
-    clients = Clients.of(node_list)
-    shares = CrossZones(clients)
+    context = node_context(nodes, dataplanes, profile)
     grouped = slices_by_service(slices)
-    judgements = Judgements(capacity)
-    routes = KubeProxyRoutes(ready, profile.kube_proxy_behaviour)
     verdicts = [
         verdict
         for service in services
         if service.key in grouped
-        for verdict in evaluate_service(
-            service,
-            grouped[service.key],
-            capacity,
-            ready,
-            dataplanes,
-            judgements,
-            routes,
-            profile=profile,
-            cross_zones=shares,
-        )
+        for verdict in evaluate_service(service, grouped[service.key], context)
     ]
     verdicts.sort(key=lambda verdict: verdict.key)
     return Evaluation(
-        capacity=capacity,
-        nodes=ready,
+        capacity=context.capacity,
+        nodes=context.nodes,
         services=tuple(verdicts),
-        dataplanes=tuple(dataplanes),
+        dataplanes=context.dataplanes,
         profile=profile,
-        clients=clients,
+        clients=context.clients,
     )
