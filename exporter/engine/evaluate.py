@@ -96,8 +96,6 @@ class Evaluation:
     nodes: ReadyNodes
     # Sorted by namespace, name, address type.
     services: tuple[ServiceVerdict, ...]
-    # The data planes whose routing each verdict carries.
-    dataplanes: tuple[DataPlane, ...] = DEFAULT_DATAPLANES
     # behaviour §12: the Kubernetes versions and gates the verdicts were computed under.
     profile: Profile = ASSUMED
     # behaviour §13's clients: Ready nodes with a zone and CPU, weighted by CPU.
@@ -377,7 +375,6 @@ def evaluate(
         capacity=context.capacity,
         nodes=context.nodes,
         services=tuple(verdicts),
-        dataplanes=context.dataplanes,
         profile=profile,
         clients=context.clients,
     )
