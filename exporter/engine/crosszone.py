@@ -204,7 +204,7 @@ class CrossZones:
     or `mixed` routing), the shares depend only on the data plane's same-zone reading, the
     routing of each zone, and how many endpoints of R run in each zone with which zone
     hints: Services of one shape share one computed (and one held) result. Like
-    evaluate.Judgements, the memo is a value that lives as long as its clients.
+    judgement.Judgements, the memo is a value that lives as long as its clients.
     """
 
     __slots__ = ("_clients", "_memo", "_reweighed")

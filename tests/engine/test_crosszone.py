@@ -409,7 +409,7 @@ def _counted(monkeypatch: pytest.MonkeyPatch) -> list[object]:
 def test_services_of_one_shape_share_one_computation(monkeypatch: pytest.MonkeyPatch) -> None:
     """50 Services with endpoints in the same zones, hinted alike: one computed share per
     data plane whose routing is zone-wide, and every one equal to the reference."""
-    from exporter.engine.crosszone import Clients, CrossZones  # noqa: PLC0415
+    from exporter.engine.context import node_context  # noqa: PLC0415
     from exporter.engine.evaluate import evaluate_service  # noqa: PLC0415 - beside evaluate
 
     names = [f"web-{index}" for index in range(50)]
@@ -423,13 +423,10 @@ def test_services_of_one_shape_share_one_computation(monkeypatch: pytest.MonkeyP
         )
         for name in names
     ]
-    shares = CrossZones(Clients.of(NODES))
-    evaluation = evaluate(NODES, services, slices, EVERY_DATAPLANE)
+    context = node_context(NODES, EVERY_DATAPLANE)
     computed = _counted(monkeypatch)
     for svc, own in zip(services, slices, strict=True):
-        evaluate_service(
-            svc, [own], evaluation.capacity, evaluation.nodes, EVERY_DATAPLANE, cross_zones=shares
-        )
+        evaluate_service(svc, [own], context)
     # Every routing here is zone-wide (no node exception, no `mixed`): one shape per plane.
     assert len(computed) <= len(EVERY_DATAPLANE)
     monkeypatch.undo()

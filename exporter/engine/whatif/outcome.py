@@ -10,6 +10,7 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from exporter.engine.capacity import ClusterCapacity, cluster_capacity
+from exporter.engine.context import context_of
 from exporter.engine.evaluate import (
     Evaluation,
     ExpectedState,
@@ -102,7 +103,9 @@ def service_outcomes(
                 verdict, by_type[verdict.address_type], nodes, profile.kube_proxy_behaviour
             ),
         )
-        for verdict in evaluate_service(service, slices, capacity, nodes, profile=profile)
+        for verdict in evaluate_service(
+            service, slices, context_of(capacity, nodes, profile=profile)
+        )
     )
 
 
