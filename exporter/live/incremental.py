@@ -18,7 +18,7 @@ still holds:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TypeVar
 
@@ -79,6 +79,9 @@ def next_view(
     """The node view after the store's Nodes (None: unchanged) under `profile`."""
     before = view.context
     profile_changed = profile != before.profile
+    if nodes is None and not profile_changed:
+        # A Service, slice or event change: the view stands, memos and all.
+        return (view if view.same_zone_loss else replace(view, same_zone_loss=True)), Moved.NOTHING
     all_nodes = view.all_nodes if nodes is None else nodes
     capacity, ready, clients = before.capacity, before.nodes, before.clients
     feasibility, views = view.feasibility, view.zone_loss_views
