@@ -101,19 +101,6 @@ class ExplainOptions:
         return f"\x1b[{tone}m{text}\x1b[0m"
 
 
-def select_verdicts(evaluation: Evaluation, service: str | None) -> tuple[ServiceVerdict, ...]:
-    """Every verdict, or those of one NAMESPACE/NAME; LookupError names what did not match."""
-    if service is None:
-        return evaluation.services
-    namespace, slash, name = service.partition("/")
-    if not slash or not namespace or not name or "/" in name:
-        raise LookupError(f"expected NAMESPACE/NAME, got {service!r}")
-    chosen = tuple(v for v in evaluation.services if v.key[:2] == (namespace, name))
-    if not chosen:
-        raise LookupError(f"no Service {namespace}/{name} with EndpointSlices in the snapshot")
-    return chosen
-
-
 def explain_text(
     evaluation: Evaluation,
     verdicts: Sequence[ServiceVerdict],
