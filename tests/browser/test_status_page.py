@@ -16,7 +16,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from exporter.report.explain import suggestion
+from exporter.report.advice import suggestion
 from exporter.report.overview import select
 from exporter.sources.snapshot import load_snapshot
 from tests.browser.chromium import (
