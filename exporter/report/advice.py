@@ -31,6 +31,14 @@ from exporter.report.phrases import Tone, plural, zone_name
 # The replica advisor lists at most about this many endpoint counts.
 ADVISOR_SPAN = 20
 
+# Said when node info is insufficient though no node lacks a label or CPU.
+TOO_FEW_ZONES = (
+    "fewer than two zones have Ready worker nodes with allocatable CPU: "
+    f"label worker nodes of at least two zones with {ZONE_LABEL}"
+)
+# The replica advisor while node info is insufficient.
+NO_COUNT_WITHOUT_NODE_INFO = "no endpoint count enables hints until node info is fixed"
+
 
 # The cluster: offending nodes, zone loss
 

@@ -25,10 +25,11 @@ from exporter.engine import (
     ServiceVerdict,
 )
 from exporter.engine.allocation import OVERLOAD_LIMIT, refusal_reason
-from exporter.engine.model import ZONE_LABEL
 from exporter.engine.profile import Profile
 from exporter.engine.whatif.feasibility import Feasibility, endpoint_margin
 from exporter.report.advice import (
+    NO_COUNT_WITHOUT_NODE_INFO,
+    TOO_FEW_ZONES,
     ZONE_LOSS_HARMLESS,
     advisor_range,
     margin_text,
@@ -40,9 +41,13 @@ from exporter.report.advice import (
 )
 from exporter.report.overview import NODES, missing_warnings
 from exporter.report.phrases import (
+    AUTO_NEEDS_NODES,
+    EVERY_NODE_SAME_NODE,
     MODE_TEXT,
+    PARTIAL_HINTS,
     TABLE_COLUMNS,
     Tone,
+    completeness_text,
     drift_texts,
     event_text,
     load_warnings,
@@ -51,6 +56,7 @@ from exporter.report.phrases import (
     plural,
     profile_effect,
     profile_texts,
+    same_node_text,
     table_rows,
     why_text,
     zone_name,
@@ -245,13 +251,7 @@ def zone_share_lines(capacity: ClusterCapacity) -> list[str]:
 
 def offending_node_lines(problems: Sequence[NodeProblem], options: ExplainOptions) -> list[str]:
     if not problems:
-        return [
-            field(
-                "Why",
-                "fewer than two zones have Ready worker nodes with allocatable CPU: "
-                f"label worker nodes of at least two zones with {ZONE_LABEL}",
-            )
-        ]
+        return [field("Why", TOO_FEW_ZONES)]
     lines = [field("Offending nodes", "")]
     for problem in problems:
         lack = node_lack(problem)
@@ -322,12 +322,7 @@ def service_lines_without_nodes(
     ]
     if verdict.mechanism is Mechanism.AUTO:
         lines.append(field("Verdict", options.paint("unknown", Tone.WARN) + " (no Nodes)"))
-        lines += prose(
-            "Why",
-            "auto allocates by each zone's share of allocatable CPU, read from Nodes; without "
-            "them the controller's decision cannot be told",
-            options,
-        )
+        lines += prose("Why", AUTO_NEEDS_NODES, options)
     else:
         lines.append(field("Verdict", verdict_text(verdict, options)))
         lines += prose("Why", why_text(evaluation, verdict), options)
@@ -349,18 +344,10 @@ def verdict_text(verdict: ServiceVerdict, options: ExplainOptions) -> str:
 
 
 def completeness_lines(verdict: ServiceVerdict, options: ExplainOptions) -> list[str]:
+    lines = [field("Hint completeness", completeness_text(verdict))]
     completeness = verdict.hint_completeness
-    ready, hinted = verdict.ready_endpoints, verdict.hinted_endpoints
-    if completeness is None:
-        return [field("Hint completeness", "- (no ready endpoints)")]
-    counts = (
-        f"{percent(completeness)} ({hinted} of {plural(ready, 'ready endpoint')} "
-        f"{'has' if hinted == 1 else 'have'} a zone hint)"
-    )
-    lines = [field("Hint completeness", counts)]
-    if 0 < completeness < 1:
-        consequence = "partial, so kube-proxy ignores every hint: Cluster on every node"
-        lines.append(INDENT + options.paint(consequence, Tone.WARN))
+    if completeness is not None and 0 < completeness < 1:
+        lines.append(INDENT + options.paint(PARTIAL_HINTS, Tone.WARN))
     return lines
 
 
@@ -380,16 +367,12 @@ def proxy_lines(
     lines = []
     for zone, mode in proxy.by_zone.items():
         nodes = [n for n in evaluation.nodes.by_zone.get(zone, ()) if n not in proxy.same_node]
-        what = MODE_TEXT[mode] if nodes else "every node of the zone is in PreferSameNode"
+        what = MODE_TEXT[mode] if nodes else EVERY_NODE_SAME_NODE
         lines += proxy_mode_lines(
             f"{zone_name(zone):<{width}}", mode, f"{plural(len(nodes), 'node')}: {what}", options
         )
     if proxy.same_node:
-        same_node = (
-            f"{ProxyMode.PREFER_SAME_NODE} on {', '.join(proxy.same_node)}: "
-            f"{MODE_TEXT[ProxyMode.PREFER_SAME_NODE]}"
-        )
-        lines += reflow(same_node, options, Tone.GOOD, hang="  ")
+        lines += reflow(same_node_text(proxy.same_node), options, Tone.GOOD, hang="  ")
     return lines
 
 
@@ -473,9 +456,7 @@ def advisor_lines(
     capacity: ClusterCapacity, verdict: ServiceVerdict, options: ExplainOptions
 ) -> list[str]:
     if not capacity.sufficient:
-        return [
-            field("Replica advisor", "no endpoint count enables hints until node info is fixed")
-        ]
+        return [field("Replica advisor", NO_COUNT_WITHOUT_NODE_INFO)]
     counts = advisor_range(capacity, verdict.ready_endpoints)
     tokens = [advisor_token(capacity, n, verdict.ready_endpoints, options) for n in counts]
     if counts.start > 1:

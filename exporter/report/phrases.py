@@ -28,6 +28,7 @@ from exporter.engine.mechanism import deciding_annotation
 from exporter.engine.profile import NEWEST_MINOR, Component, Profile, Source, kube_proxy_effect
 from exporter.engine.reasons import HINTS_DISABLED_EVENT, HINTS_ENABLED_EVENT
 
+# The zone table's headings, one per cell of a `table_rows` row.
 TABLE_COLUMNS = (
     "ZONE",
     "CPU SHARE",
@@ -54,6 +55,15 @@ MODE_TEXT = {
     ),
     ProxyMode.PREFER_SAME_NODE: "prefers endpoints hinted for the node itself",
 }
+# A zone's mode applies to none of its nodes: each has an exception of its own.
+EVERY_NODE_SAME_NODE = "every node of the zone is in PreferSameNode"
+# Said under a hint completeness strictly between 0 and 1.
+PARTIAL_HINTS = "partial, so kube-proxy ignores every hint: Cluster on every node"
+# Why an auto Service's verdict cannot be told from a snapshot without Nodes.
+AUTO_NEEDS_NODES = (
+    "auto allocates by each zone's share of allocatable CPU, read from Nodes; without "
+    "them the controller's decision cannot be told"
+)
 
 
 class Tone(StrEnum):
@@ -245,7 +255,7 @@ def refusal_text(capacity: ClusterCapacity, verdict: ServiceVerdict, reason: Dis
 
 def share_words(capacity: ClusterCapacity) -> str:
     """'33% each' for equal zones, else '50%, 30%, 20%'."""
-    shares = [f"{round(ratio * 100)}%" for ratio in capacity.zone_ratios.values()]
+    shares = [whole_percent(ratio) for ratio in capacity.zone_ratios.values()]
     if len(set(shares)) == 1:
         return f"{shares[0]} each"
     return ", ".join(shares)
@@ -255,6 +265,26 @@ def event_text(verdict: ServiceVerdict) -> str:
     if verdict.reason is None:
         return f'Normal {HINTS_ENABLED_EVENT} "Topology Aware Hints has been enabled"'
     return f'Warning {HINTS_DISABLED_EVENT} "{verdict.reason.event_message}"'
+
+
+def completeness_text(verdict: ServiceVerdict) -> str:
+    """'75.0% (3 of 4 ready endpoints have a zone hint)'; PARTIAL_HINTS says what it does."""
+    completeness = verdict.hint_completeness
+    if completeness is None:
+        return "- (no ready endpoints)"
+    ready, hinted = verdict.ready_endpoints, verdict.hinted_endpoints
+    return (
+        f"{percent(completeness)} ({hinted} of {plural(ready, 'ready endpoint')} "
+        f"{'has' if hinted == 1 else 'have'} a zone hint)"
+    )
+
+
+def same_node_text(nodes: Iterable[str]) -> str:
+    """The nodes kube-proxy routes in PreferSameNode, and what that mode does."""
+    return (
+        f"{ProxyMode.PREFER_SAME_NODE} on {', '.join(nodes)}: "
+        f"{MODE_TEXT[ProxyMode.PREFER_SAME_NODE]}"
+    )
 
 
 def profile_effect(evaluation: Evaluation, verdict: ServiceVerdict) -> str | None:
