@@ -118,8 +118,8 @@ def suggestion(capacity: ClusterCapacity, verdict: ServiceVerdict) -> Advice:
     """What to do next, and how to paint it."""
     n = verdict.ready_endpoints
     if verdict.reason is None:
-        return fragility(capacity, n)
-    shadowed = shadowed_field_suggestion(verdict)
+        return _fragility(capacity, n)
+    shadowed = _shadowed_field_suggestion(verdict)
     if shadowed is not None:
         return shadowed
     if verdict.reason is DisableReason.NO_ZONE_SPECIFIED:
@@ -140,7 +140,7 @@ def suggestion(capacity: ClusterCapacity, verdict: ServiceVerdict) -> Advice:
     return Advice(f"scale to {wanted} to enable hints")
 
 
-def shadowed_field_suggestion(verdict: ServiceVerdict) -> Advice | None:
+def _shadowed_field_suggestion(verdict: ServiceVerdict) -> Advice | None:
     """When an annotation hides spec.trafficDistribution, removing it is the fix, not scaling."""
     service = verdict.service
     decider = deciding_annotation(service)
@@ -156,7 +156,7 @@ def shadowed_field_suggestion(verdict: ServiceVerdict) -> Advice | None:
     )
 
 
-def fragility(capacity: ClusterCapacity, n: int) -> Advice:
+def _fragility(capacity: ClusterCapacity, n: int) -> Advice:
     """Hints are on; say whether one endpoint more or less (a rollout) would turn them off."""
     neighbours = {n - 1: "one pod down", n + 1: "one surge pod in a rollout"}
     risky = [

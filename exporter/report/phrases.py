@@ -107,13 +107,13 @@ def zone_names(zones: Sequence[str]) -> str:
     return ", ".join(zone_name(zone) for zone in zones)
 
 
-def zone_list(zones: Iterable[str]) -> str:
+def _zone_list(zones: Iterable[str]) -> str:
     """' in zone-a, zone-b', or nothing when no zone is known."""
     named = sorted(zone_name(zone) for zone in zones)
     return f" in {', '.join(named)}" if named else ""
 
 
-def each_endpoint(count: int) -> str:
+def _each_endpoint(count: int) -> str:
     """'each of the 3 ready endpoints', in the singular and for none too."""
     if count == 0:
         return "every ready endpoint (there is none yet)"
@@ -122,7 +122,7 @@ def each_endpoint(count: int) -> str:
     return f"each of the {count} ready endpoints"
 
 
-def some_of(part: int, whole: int) -> str:
+def _some_of(part: int, whole: int) -> str:
     """'1 of the 16 ready endpoints has', 'all 3 ready endpoints have', 'the one ... has'."""
     if part == whole == 1:
         return "the one ready endpoint has"
@@ -175,7 +175,7 @@ def profile_texts(profile: Profile) -> list[str]:
 
 def mechanism_text(verdict: ServiceVerdict) -> str:
     service = verdict.service
-    annotation = deciding_annotation_text(verdict)
+    annotation = _deciding_annotation_text(verdict)
     field_text = (
         f"spec.trafficDistribution={service.traffic_distribution}"
         if service.traffic_distribution is not None
@@ -195,7 +195,7 @@ def mechanism_text(verdict: ServiceVerdict) -> str:
     return "none: " + ("; ".join(reasons) or "no topology annotation, no spec.trafficDistribution")
 
 
-def deciding_annotation_text(verdict: ServiceVerdict) -> str | None:
+def _deciding_annotation_text(verdict: ServiceVerdict) -> str | None:
     """key=value of the annotation that decides."""
     decider = deciding_annotation(verdict.service)
     return f"{decider[0]}={decider[1]}" if decider is not None else None
@@ -211,7 +211,7 @@ def why_text(evaluation: Evaluation, verdict: ServiceVerdict) -> str:
             " and for its node" if verdict.service.traffic_distribution == "PreferSameNode" else ""
         )
         return (
-            f"trafficDistribution never refuses: the controller hints {each_endpoint(n)} for "
+            f"trafficDistribution never refuses: the controller hints {_each_endpoint(n)} for "
             f"its own zone{node}, however few endpoints a zone has"
         )
     if verdict.reason is None:
@@ -247,7 +247,7 @@ def refusal_text(capacity: ClusterCapacity, verdict: ServiceVerdict, reason: Dis
     if reason is DisableReason.NO_ZONE_SPECIFIED:
         missing = n - sum(verdict.zone_endpoints.values())
         return (
-            f"{some_of(missing, n)} no zone, so {'it' if missing == 1 else 'they'} cannot be "
+            f"{_some_of(missing, n)} no zone, so {'it' if missing == 1 else 'they'} cannot be "
             "placed; the controller removes every hint"
         )
     return f"{reason.explanation}; the controller removes every hint"
@@ -336,7 +336,7 @@ def drift_texts(verdict: ServiceVerdict) -> list[str]:
     unhinted = verdict.ready_endpoints - verdict.hinted_endpoints
     for kind in sorted(verdict.drift):
         if kind is DriftKind.HINTS_MISSING:
-            where = zone_list(
+            where = _zone_list(
                 zone
                 for zone, count in verdict.zone_endpoints.items()
                 if verdict.mechanism is Mechanism.TRAFFIC_DISTRIBUTION
@@ -348,7 +348,7 @@ def drift_texts(verdict: ServiceVerdict) -> list[str]:
                 f"{lack} the zone hint the controller should have written ({_CONTROLLER_LAG})"
             )
         elif kind is DriftKind.UNEXPECTED_HINTS:
-            where = zone_list(zone for zone, zv in verdict.zones.items() if zv.hinted)
+            where = _zone_list(zone for zone, zv in verdict.zones.items() if zv.hinted)
             carry = "carries" if verdict.hinted_endpoints == 1 else "carry"
             texts.append(
                 f"{plural(verdict.hinted_endpoints, 'ready endpoint')} {carry} zone hints"

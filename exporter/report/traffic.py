@@ -39,12 +39,12 @@ _FAIL_CLOSED_TEXT = {
 }
 
 
-RoutingGroup = tuple[Routing, ZoneRouting | None]
+_RoutingGroup = tuple[Routing, ZoneRouting | None]
 
 
-def routing_groups(view: RoutingView) -> dict[RoutingGroup, tuple[int, list[str]]]:
+def _routing_groups(view: RoutingView) -> dict[_RoutingGroup, tuple[int, list[str]]]:
     """Nodes that share a routing and its cause: (node count, zones)."""
-    groups: dict[RoutingGroup, tuple[int, list[str]]] = {}
+    groups: dict[_RoutingGroup, tuple[int, list[str]]] = {}
     for zone, counts in view.nodes.items():
         zone_routing = view.by_zone[zone]
         for routing, count in counts.items():
@@ -62,7 +62,7 @@ def routing_text(dataplane: DataPlane, view: RoutingView, nodes: ReadyNodes) -> 
         return "no routing (headless or ExternalName Service, or not an IP address type)", Tone.BOLD
     total = len(nodes.zone_of)
     groups = sorted(
-        routing_groups(view).items(), key=lambda item: (not item[0][0].stays_local, item[0][0])
+        _routing_groups(view).items(), key=lambda item: (not item[0][0].stays_local, item[0][0])
     )
     # Local routings are counted once each, whether zones or node exceptions hold them.
     local_counts: dict[Routing, int] = {}
@@ -78,10 +78,10 @@ def routing_text(dataplane: DataPlane, view: RoutingView, nodes: ReadyNodes) -> 
     failed_closed = False
     for (routing, zone_routing), (count, zones) in groups:
         if not routing.stays_local:
-            where = Where(count, total, zones, others=others)
-            parts.append(non_local_text(dataplane, routing, zone_routing, where))
+            where = _Where(count, total, zones, others=others)
+            parts.append(_non_local_text(dataplane, routing, zone_routing, where))
             failed_closed = failed_closed or (
-                routing is Routing.NO_ENDPOINTS and not dropped_by_policy(zone_routing)
+                routing is Routing.NO_ENDPOINTS and not _dropped_by_policy(zone_routing)
             )
     routings = {routing for (routing, _), _ in groups}
     tone = Tone.GOOD if all(routing.stays_local for routing in routings) else Tone.WARN
@@ -90,12 +90,12 @@ def routing_text(dataplane: DataPlane, view: RoutingView, nodes: ReadyNodes) -> 
     return "; ".join(parts), tone
 
 
-def dropped_by_policy(zone_routing: ZoneRouting | None) -> bool:
+def _dropped_by_policy(zone_routing: ZoneRouting | None) -> bool:
     return zone_routing is not None and zone_routing.cause is Cause.NO_LOCAL_ENDPOINT
 
 
 @dataclass(frozen=True, slots=True)
-class Where:
+class _Where:
     """A group of clients: how many of all, in which zones."""
 
     count: int
@@ -105,13 +105,13 @@ class Where:
     others: bool = False
 
 
-def non_local_text(
-    dataplane: DataPlane, routing: Routing, zone_routing: ZoneRouting | None, where: Where
+def _non_local_text(
+    dataplane: DataPlane, routing: Routing, zone_routing: ZoneRouting | None, where: _Where
 ) -> str:
     """Where the traffic of a group of clients does not stay local, and why."""
     count, total, zones = where.count, where.total, where.zones
-    cause = cause_text(dataplane, zone_routing, zones) if zone_routing else ""
-    if dropped_by_policy(zone_routing):
+    cause = _cause_text(dataplane, zone_routing, zones) if zone_routing else ""
+    if _dropped_by_policy(zone_routing):
         # The policy at work, not a hint failure: "dropped on the other 1497".
         if count == total:
             return f"dropped on every node: {cause}"
@@ -121,11 +121,11 @@ def non_local_text(
     return f"{_ROUTING_WORDS.get(routing, str(routing))} on {nodes}: {cause}"
 
 
-def cause_text(dataplane: DataPlane, zone_routing: ZoneRouting, zones: Sequence[str]) -> str:
+def _cause_text(dataplane: DataPlane, zone_routing: ZoneRouting, zones: Sequence[str]) -> str:
     """The cause, in words naming the endpoint, the zone or the setting behind it."""
     cause, endpoint = zone_routing.cause, zone_routing.endpoint
     if cause is Cause.UNHINTED_ENDPOINT and endpoint is not None:
-        return unhinted_text(dataplane, endpoint, zone_routing.routing)
+        return _unhinted_text(dataplane, endpoint, zone_routing.routing)
     if cause is Cause.NO_HINT_FOR_ZONE:
         hinted = f"no ready endpoint is hinted for {zone_names(zones)}"
         if zone_routing.routing is Routing.NO_ENDPOINTS:
@@ -164,7 +164,7 @@ _CAUSE_TEXT = {
 }
 
 
-def unhinted_text(dataplane: DataPlane, endpoint: Endpoint, routing: Routing) -> str:
+def _unhinted_text(dataplane: DataPlane, endpoint: Endpoint, routing: Routing) -> str:
     address = endpoint.address
     if routing is Routing.MIXED:
         consequence = f"{dataplane} mixes every such endpoint into each zone's set"
