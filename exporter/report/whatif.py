@@ -26,14 +26,8 @@ from exporter.engine.whatif.scenario import (
     ScenarioError,
     ScenarioStep,
 )
-from exporter.report.explain import (
-    ExplainOptions,
-    field,
-    prose,
-    refusal_text,
-    share_words,
-    verdict_text,
-)
+from exporter.report.explain import ExplainOptions, field, prose, verdict_text
+from exporter.report.phrases import refusal_text, share_words
 
 # A Deployment's rolling update defaults, used when --rollout is given without them.
 DEFAULT_MAX_SURGE = "25%"

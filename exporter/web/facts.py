@@ -18,31 +18,24 @@ from exporter.engine import (
 )
 from exporter.engine.allocation import OVERLOAD_LIMIT, refusal_reason
 from exporter.engine.whatif.feasibility import Margin
-from exporter.report.explain import (
-    _MODE_TEXT,
-    AVOIDABLE_WORTH_SAYING,
+from exporter.report.advice import advisor_range, margin_text, node_fix, node_lack, suggestion
+from exporter.report.explain import ExplainOptions, profile_lines
+from exporter.report.phrases import MODE_TEXT as _MODE_TEXT
+from exporter.report.phrases import (
     TABLE_COLUMNS,
-    ExplainOptions,
     Tone,
-    advisor_range,
-    cross_zone_text,
     drift_texts,
     event_text,
     load_warnings,
-    margin_text,
     mechanism_text,
-    node_fix,
-    node_lack,
     percent,
     profile_effect,
-    profile_lines,
-    routing_text,
-    suggestion,
     table_rows,
     whole_percent,
     why_text,
     zone_name,
 )
+from exporter.report.traffic import AVOIDABLE_WORTH_SAYING, cross_zone_text, routing_text
 
 
 def share(ratio: float) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import jinja2
 
 from exporter.engine import ExpectedState
-from exporter.report.explain import CROSS_ZONE_MODEL
+from exporter.report.traffic import CROSS_ZONE_MODEL
 from exporter.web.facts import service_facts
 from exporter.web.links import Links
 from exporter.web.table import (

@@ -20,7 +20,9 @@ from exporter.engine import Evaluation, ExpectedState, Mechanism, ServiceVerdict
 from exporter.engine.problems import PROBLEMS, ProblemId, Severity, problems_of, severity_of
 from exporter.engine.whatif.forecast import NO_FORECAST, EntryForecast, services_losing_hints
 from exporter.live.evaluator import ExporterState, ServiceResult
-from exporter.report.explain import AVOIDABLE_WORTH_SAYING, whole_percent, zone_loss_skipped_text
+from exporter.report.advice import zone_loss_skipped_text
+from exporter.report.phrases import whole_percent
+from exporter.report.traffic import AVOIDABLE_WORTH_SAYING
 from exporter.vocabulary import ServiceKey
 from exporter.web.facts import ClusterFacts, cluster_facts, margin_words, share
 from exporter.web.links import Links

@@ -16,7 +16,8 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from exporter.report.explain import select_verdicts, suggestion
+from exporter.report.advice import suggestion
+from exporter.report.overview import select
 from exporter.sources.snapshot import load_snapshot
 from tests.browser.chromium import (
     DESKTOP,
@@ -136,7 +137,7 @@ def test_the_fix_command_is_copied_whole_at_phone_width(browser: WebDriver, demo
     """The Suggestion's command, as explain prints it: wrapped to a phone's screen, yet one
     click selects it all, with no line break in what is copied."""
     evaluation = load_snapshot(str(DEMO)).evaluate()
-    (checkout,) = select_verdicts(evaluation, "payments/checkout")
+    (checkout,) = select(evaluation, "payments", "checkout")
     command = suggestion(evaluation.capacity, checkout).command
     assert command is not None
     set_viewport(browser, PHONE[0], PHONE[1], mobile=True)

@@ -27,7 +27,8 @@ from exporter.engine import (
     Service,
     evaluate,
 )
-from exporter.report.explain import ExplainOptions, explain_text, select_verdicts
+from exporter.report.explain import ExplainOptions, explain_text
+from exporter.report.overview import select
 from tests.conftest import EXAMPLES_DIR, PROJECT_ROOT, exporter_command
 from tests.conftest import run_cli as run
 
@@ -324,15 +325,15 @@ def test_same_node_headless_and_no_mechanism_are_explained() -> None:
     )
 
 
-def test_select_verdicts_reports_what_did_not_match() -> None:
-    """select_verdicts returns all verdicts for None and raises LookupError naming the argument."""
+def test_select_reports_what_did_not_match() -> None:
+    """The CLI's selection: all verdicts, a namespace's, or one Service's; LookupError names it."""
     evaluation = evaluation_of([node("a", "zone-a"), node("b", "zone-b")], ["zone-a", "zone-b"])
-    assert select_verdicts(evaluation, None) == evaluation.services
-    assert select_verdicts(evaluation, "default/web") == evaluation.services
+    assert select(evaluation, None, None) == evaluation.services
+    assert select(evaluation, "default", None) == evaluation.services
+    assert select(evaluation, "default", "web") == evaluation.services
+    assert select(evaluation, "other", None) == ()
     with pytest.raises(LookupError, match="default/api"):
-        select_verdicts(evaluation, "default/api")
-    with pytest.raises(LookupError, match="NAMESPACE/NAME"):
-        select_verdicts(evaluation, "web")
+        select(evaluation, "default", "api")
 
 
 # The docs
