@@ -25,6 +25,7 @@ from exporter.engine.profile import (
     parse_minor,
 )
 from exporter.engine.whatif.scenario import MAX_SCENARIO_COUNT
+from exporter.live.oneshot import evaluate_snapshot
 from exporter.report.document import formatted_evaluation_document, service_document
 from exporter.report.overview import (
     ALL_PROBLEMS,
@@ -46,7 +47,6 @@ from exporter.sources.snapshot_input import DEFAULT_MAX_INPUT_BYTES, SnapshotErr
 from exporter.terminal import json_printable, printable
 
 if TYPE_CHECKING:
-    from exporter.engine import Evaluation
     from exporter.engine.whatif.scenario import ScenarioStep
     from exporter.live.serve import ServeOptions
 
@@ -615,9 +615,9 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         _warn(warning)
     for note in profile.notes():
         _warn(note)
-    evaluation = snapshot.evaluate(dataplanes, profile)
+    result = evaluate_snapshot(snapshot, dataplanes, profile)
     # Written piece by piece: the whole document would be the command's peak memory.
-    document = formatted_evaluation_document(evaluation, nodes_known=NODES not in missing)
+    document = formatted_evaluation_document(result, nodes_known=NODES not in missing)
     sys.stdout.buffer.writelines(map(json_printable, document))
     sys.stdout.buffer.write(b"\n")
     sys.stdout.flush()
@@ -672,9 +672,9 @@ def _run_explain(args: argparse.Namespace) -> int:
     dataplanes = parse_dataplanes(args.dataplane)
     namespace, name = _scope(args)
     snapshot, missing, where, profile = _read_input(args)
-    evaluation = snapshot.evaluate(dataplanes, profile)
+    result = evaluate_snapshot(snapshot, dataplanes, profile)
     try:
-        verdicts = select(evaluation, namespace, name)
+        verdicts = select(result, namespace, name)
     except LookupError as error:
         raise CommandError(f"{error.args[0]} in {where}") from None
     if namespace is not None and not verdicts and SERVICES not in missing:
@@ -709,42 +709,11 @@ def _run_explain(args: argparse.Namespace) -> int:
     options = ExplainOptions(
         color=color,
         missing=missing,
-        zone_loss=None if missing else _zone_loss(snapshot, evaluation),
-        zone_loss_skipped=_zone_loss_skipped(snapshot),
+        zone_loss=None if missing else result.zone_loss(),
+        zone_loss_skipped=result.zone_loss_skipped,
     )
-    sys.stdout.write(printable(explain_text(evaluation, verdicts, options, nothing), colour=color))
+    sys.stdout.write(printable(explain_text(result, verdicts, options, nothing), colour=color))
     return status
-
-
-def _zone_loss(snapshot: Snapshot, evaluation: Evaluation) -> dict[str, int]:
-    """Per zone, the Services whose hints losing it would take away (what-if, section 11)."""
-    from exporter.engine.evaluate import slices_by_service  # noqa: PLC0415
-    from exporter.engine.whatif.feasibility import Feasibility  # noqa: PLC0415
-    from exporter.engine.whatif.forecast import (  # noqa: PLC0415
-        service_forecasts,
-        services_losing_hints,
-    )
-    from exporter.engine.whatif.zoneloss import zone_loss_views  # noqa: PLC0415
-
-    # The live exporter's per-entry forecasts: enabled auto entries are judged from their
-    # count alone, without building any converged routing.
-    views = zone_loss_views(snapshot.nodes, profile=evaluation.profile)
-    feasibility = Feasibility(evaluation.capacity)
-    grouped = slices_by_service(snapshot.endpoint_slices)
-    forecasts = (
-        (verdict.key[:2], forecast)
-        for verdict in evaluation.services
-        for forecast in service_forecasts(
-            (verdict,), grouped[verdict.key[:2]], evaluation.nodes, feasibility, views
-        )
-    )
-    return services_losing_hints(forecasts, views)
-
-
-def _zone_loss_skipped(snapshot: Snapshot) -> int:
-    from exporter.engine.whatif.zoneloss import zone_loss_beyond_cap  # noqa: PLC0415
-
-    return zone_loss_beyond_cap(snapshot.nodes)
 
 
 def _run_what_if(args: argparse.Namespace) -> int:

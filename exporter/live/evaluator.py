@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TypeVar
 
@@ -22,22 +21,18 @@ import immutables
 
 from exporter.engine import (
     DEFAULT_DATAPLANES,
-    ClusterCapacity,
     DataPlane,
     EndpointSlice,
     ExpectedState,
-    ReadyNodes,
     Service,
     ServiceVerdict,
 )
 from exporter.engine.context import context_of
-from exporter.engine.crosszone import NO_CLIENTS, Clients
 from exporter.engine.evaluate import EntryInputs, evaluate_entry
 from exporter.engine.profile import ASSUMED, Profile
-from exporter.engine.whatif.feasibility import Feasibility
 from exporter.engine.whatif.forecast import EntryForecast, service_forecasts
-from exporter.engine.whatif.zoneloss import ZoneLossView
 from exporter.live.incremental import Moved, NodeView, PreparedInputs, next_view, rejudged_service
+from exporter.live.result import ExporterState, ServiceResult
 from exporter.live.store import Changes, ClusterStore
 from exporter.live.transitions import TransitionLog
 from exporter.vocabulary import ControllerEvent, EntryKey, EventKey, ServiceKey
@@ -51,58 +46,6 @@ _V = TypeVar("_V")
 
 def _frozen(mapping: Mapping[_K, _V]) -> Mapping[_K, _V]:
     return MappingProxyType(dict(mapping))
-
-
-@dataclass(frozen=True, slots=True)
-class ServiceResult:
-    """One Service's verdicts (one per address type) and their expected-state flips."""
-
-    verdicts: tuple[ServiceVerdict, ...]
-    # Flips between enabled and disabled seen since start, aligned with `verdicts`.
-    state_changes: tuple[int, ...]
-    # Endpoint margin and zones whose loss ends the hints, aligned with `verdicts`.
-    forecasts: tuple[EntryForecast, ...] = ()
-
-    @property
-    def service(self) -> Service:
-        return self.verdicts[0].service
-
-
-@dataclass(frozen=True, slots=True)
-class ExporterState:
-    """Everything a scrape renders, computed together."""
-
-    capacity: ClusterCapacity = field(default_factory=lambda: ClusterCapacity(sufficient=False))
-    nodes: ReadyNodes = field(
-        default_factory=lambda: ReadyNodes(MappingProxyType({}), MappingProxyType({}))
-    )
-    # Services that have EndpointSlices (an immutables.Map in published states: each
-    # state shares unchanged entries with the previous one). A result is replaced only
-    # when its Service's verdicts, flips, forecasts or Ready nodes changed, so its
-    # identity tells renderers whether cached output still holds.
-    services: Mapping[ServiceKey, ServiceResult] = field(default_factory=immutables.Map)
-    # (namespace, service, reason) -> unix time of the latest controller event.
-    last_event: Mapping[EventKey, float] = field(default_factory=lambda: MappingProxyType({}))
-    # reason -> occurrences seen since start.
-    event_totals: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
-    evaluated_at: float | None = None
-    generation: int = 0
-    # The node view's feasibility memo and the cluster without each zone (zone order):
-    # replaced only when capacity, Ready nodes or zone membership change.
-    feasibility: Feasibility = field(
-        default_factory=lambda: Feasibility(ClusterCapacity(sufficient=False))
-    )
-    zone_loss_views: tuple[ZoneLossView, ...] = ()
-    # The zone labels of the cluster's Nodes when more than MAX_ZONE_LOSS_ZONES: no
-    # zone-loss forecast is made then (and zone_loss_views is empty); 0 otherwise.
-    zone_loss_skipped: int = 0
-    # behaviour §13's clients (Ready nodes with a zone and CPU) the cross-zone shares weigh.
-    clients: Clients = NO_CLIENTS
-    # Services whose result was added, replaced or removed since generation - 1 (a
-    # renderer that saw that generation updates only these); None when unknown.
-    changed: frozenset[ServiceKey] | None = None
-    # behaviour §12: the Kubernetes versions and gates the verdicts were computed under.
-    profile: Profile = ASSUMED
 
 
 class Evaluator:

@@ -403,10 +403,7 @@ class Exporter:
         thread.start()
 
     def _load_snapshot(self, source: str) -> None:
-        snapshot = load_snapshot(source, self.options.max_input_bytes)
-        self.store.replace_nodes(snapshot.nodes)
-        self.store.replace_services(snapshot.services)
-        self.store.replace_endpoint_slices(snapshot.endpoint_slices)
+        load_snapshot(source, self.options.max_input_bytes).write_to(self.store)
 
     def _start_informers(self, transport: KubeTransport) -> None:
         self._read_profile(transport, lenient=False)

@@ -43,7 +43,7 @@ from prometheus_client import CollectorRegistry, make_wsgi_app
 
 from exporter.engine import ReadyNodes
 from exporter.engine.whatif.forecast import NO_FORECAST
-from exporter.live.evaluator import ExporterState, ServiceResult
+from exporter.live.result import ExporterState, ServiceResult
 from exporter.metrics.blocks import Row, SortedBlocks, Update
 from exporter.metrics.collector import ExportOptions, FamilyFilter, is_exported
 from exporter.metrics.families import (

@@ -39,7 +39,7 @@ from exporter.engine import (
 )
 from exporter.engine.whatif.forecast import NO_FORECAST, EntryForecast
 from exporter.engine.whatif.zoneloss import MAX_ZONE_LOSS_ZONES
-from exporter.live.evaluator import ExporterState, ServiceResult
+from exporter.live.result import ExporterState, ServiceResult
 from exporter.vocabulary import ServiceKey
 
 PREFIX = "topology_hints_"

@@ -4,7 +4,7 @@ Shaped like `kubectl describe`: labelled sections, values aligned and wrapped be
 labels, colour (ANSI) only when asked for. The words come from the phrasebook
 (exporter.report.phrases: what a verdict is and why; exporter.report.advice: what to do;
 exporter.report.traffic: where traffic goes), which the status pages share; this module only
-decides where each sentence goes and how it is painted. Pure: an evaluation in, text out.
+decides where each sentence goes and how it is painted. Pure: an result in, text out.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from dataclasses import field as dataclass_field
 
 from exporter.engine import (
     ClusterCapacity,
-    Evaluation,
     ExpectedState,
     Mechanism,
     NodeProblem,
@@ -27,6 +26,7 @@ from exporter.engine import (
 from exporter.engine.allocation import OVERLOAD_LIMIT, refusal_reason
 from exporter.engine.profile import Profile
 from exporter.engine.whatif.feasibility import Feasibility, endpoint_margin
+from exporter.live.result import ExporterState
 from exporter.report.advice import (
     NO_COUNT_WITHOUT_NODE_INFO,
     TOO_FEW_ZONES,
@@ -96,18 +96,18 @@ class ExplainOptions:
 
 
 def explain_text(
-    evaluation: Evaluation,
+    result: ExporterState,
     verdicts: Sequence[ServiceVerdict],
     options: ExplainOptions,
     nothing: str = "No Service with EndpointSlices in this snapshot.",
 ) -> str:
     """The cluster header, then each verdict; `nothing` says why there is none."""
-    lines = cluster_lines(evaluation, options) + avoidable_lines(evaluation, options)
+    lines = cluster_lines(result, options) + avoidable_lines(result, options)
     lines += missing_lines(options)
     if not verdicts:
         lines += ["", nothing]
     for verdict in verdicts:
-        lines += ["", *service_lines(evaluation, verdict, options)]
+        lines += ["", *service_lines(result, verdict, options)]
     return "\n".join(lines) + "\n"
 
 
@@ -199,10 +199,10 @@ def profile_lines(profile: Profile, options: ExplainOptions) -> list[str]:
     ]
 
 
-def cluster_lines(evaluation: Evaluation, options: ExplainOptions) -> list[str]:
-    capacity = evaluation.capacity
-    ready_nodes = len(evaluation.nodes.zone_of)
-    lines = ["Cluster", *fields("Kubernetes", profile_lines(evaluation.profile, options))]
+def cluster_lines(result: ExporterState, options: ExplainOptions) -> list[str]:
+    capacity = result.capacity
+    ready_nodes = len(result.nodes.zone_of)
+    lines = ["Cluster", *fields("Kubernetes", profile_lines(result.profile, options))]
     if NODES in options.missing:
         return [*lines, field("Node info", options.paint("unknown", Tone.WARN) + ": no Nodes")]
     if capacity.sufficient:
@@ -267,32 +267,32 @@ def offending_node_lines(problems: Sequence[NodeProblem], options: ExplainOption
 
 
 def service_lines(
-    evaluation: Evaluation, verdict: ServiceVerdict, options: ExplainOptions
+    result: ExporterState, verdict: ServiceVerdict, options: ExplainOptions
 ) -> list[str]:
     if NODES in options.missing:
-        return service_lines_without_nodes(evaluation, verdict, options)
+        return service_lines_without_nodes(result, verdict, options)
     service = verdict.service
     title = options.paint(f"Service {service.namespace}/{service.name}", Tone.BOLD)
     lines = [
         f"{title} ({verdict.address_type})",
-        *routing_lines(evaluation.nodes, verdict, options),
-        *profile_effect_lines(evaluation, verdict, options),
+        *routing_lines(result.nodes, verdict, options),
+        *profile_effect_lines(result, verdict, options),
         *cross_zone_lines(verdict, options),
         *prose("Mechanism", mechanism_text(verdict), options),
         field("Verdict", verdict_text(verdict, options)),
-        *prose("Why", why_text(evaluation, verdict), options),
+        *prose("Why", why_text(result, verdict), options),
     ]
     if verdict.mechanism is Mechanism.AUTO:
         lines += prose("Expected event", event_text(verdict), options)
     lines += completeness_lines(verdict, options)
-    lines += fields("kube-proxy", proxy_lines(evaluation, verdict, options))
+    lines += fields("kube-proxy", proxy_lines(result, verdict, options))
     lines += table_lines(verdict, options)
     lines += items("Warnings", load_warnings(verdict), options, Tone.WARN)
     lines += items("Drift", drift_texts(verdict), options, Tone.WARN)
     lines += fields("Config issues", config_issue_lines(verdict, options))
     lines += notice_lines(verdict, options)
     if verdict.mechanism is Mechanism.AUTO:
-        lines += advisor_lines(evaluation.capacity, verdict, options)
+        lines += advisor_lines(result.capacity, verdict, options)
     return lines
 
 
@@ -304,14 +304,14 @@ def notice_lines(verdict: ServiceVerdict, options: ExplainOptions) -> list[str]:
 
 
 def profile_effect_lines(
-    evaluation: Evaluation, verdict: ServiceVerdict, options: ExplainOptions
+    result: ExporterState, verdict: ServiceVerdict, options: ExplainOptions
 ) -> list[str]:
-    effect = profile_effect(evaluation, verdict)
+    effect = profile_effect(result, verdict)
     return [] if effect is None else prose("Version skew", effect, options, Tone.WARN)
 
 
 def service_lines_without_nodes(
-    evaluation: Evaluation, verdict: ServiceVerdict, options: ExplainOptions
+    result: ExporterState, verdict: ServiceVerdict, options: ExplainOptions
 ) -> list[str]:
     """Only what the Service and its slices tell: nothing that needs the zones' CPU or nodes."""
     service = verdict.service
@@ -325,7 +325,7 @@ def service_lines_without_nodes(
         lines += prose("Why", AUTO_NEEDS_NODES, options)
     else:
         lines.append(field("Verdict", verdict_text(verdict, options)))
-        lines += prose("Why", why_text(evaluation, verdict), options)
+        lines += prose("Why", why_text(result, verdict), options)
     lines += completeness_lines(verdict, options)
     lines.append(field("kube-proxy", "unknown without Nodes (a node's zone decides its mode)"))
     lines += table_lines(verdict, options)
@@ -352,7 +352,7 @@ def completeness_lines(verdict: ServiceVerdict, options: ExplainOptions) -> list
 
 
 def proxy_lines(
-    evaluation: Evaluation, verdict: ServiceVerdict, options: ExplainOptions
+    result: ExporterState, verdict: ServiceVerdict, options: ExplainOptions
 ) -> list[str]:
     proxy = verdict.proxy
     if not proxy.by_zone:
@@ -366,7 +366,7 @@ def proxy_lines(
     width = max(len(zone_name(zone)) for zone in proxy.by_zone)
     lines = []
     for zone, mode in proxy.by_zone.items():
-        nodes = [n for n in evaluation.nodes.by_zone.get(zone, ()) if n not in proxy.same_node]
+        nodes = [n for n in result.nodes.by_zone.get(zone, ()) if n not in proxy.same_node]
         what = MODE_TEXT[mode] if nodes else EVERY_NODE_SAME_NODE
         lines += proxy_mode_lines(
             f"{zone_name(zone):<{width}}", mode, f"{plural(len(nodes), 'node')}: {what}", options
@@ -435,11 +435,11 @@ def cross_zone_lines(verdict: ServiceVerdict, options: ExplainOptions) -> list[s
     return fields("Cross-zone", [*lines, f"({CROSS_ZONE_MODEL})"])
 
 
-def avoidable_lines(evaluation: Evaluation, options: ExplainOptions) -> list[str]:
+def avoidable_lines(result: ExporterState, options: ExplainOptions) -> list[str]:
     """The cluster summary's ranking of Services by avoidable cross-zone share."""
     if NODES in options.missing:
         return []
-    ranked = avoidable_ranking(evaluation.services)
+    ranked = avoidable_ranking(result.verdicts())
     if not ranked:
         return []
     texts = [avoidable_text(*item) for item in ranked[:AVOIDABLE_RANKED]]

@@ -1,7 +1,7 @@
 """`explain` at cluster scale: which Services have a problem, a one-line summary of each, the
 exit status a CI gate reads, and warnings for a snapshot that lacks a kind of object.
 
-Pure rendering over an evaluation, like `exporter.report.explain`: no I/O.
+Pure rendering over an result, like `exporter.report.explain`: no I/O.
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from exporter.engine import Evaluation, Mechanism, ServiceVerdict
+from exporter.engine import Mechanism, ServiceVerdict
 from exporter.engine.problems import PROBLEM_ORDER, ProblemId, problems_of
+from exporter.live.result import ExporterState
 
 NODES, SERVICES, ENDPOINT_SLICES = "Nodes", "Services", "EndpointSlices"
 KINDS = (NODES, SERVICES, ENDPOINT_SLICES)
@@ -63,12 +64,12 @@ def exit_status(
 
 
 def select(
-    evaluation: Evaluation, namespace: str | None, name: str | None
+    result: ExporterState, namespace: str | None, name: str | None
 ) -> tuple[ServiceVerdict, ...]:
     """The verdicts of one namespace (None: all), or of one Service; LookupError if it has none."""
     chosen = tuple(
         verdict
-        for verdict in evaluation.services
+        for verdict in result.verdicts()
         if (namespace is None or verdict.service.namespace == namespace)
         and (name is None or verdict.service.name == name)
     )

@@ -18,7 +18,6 @@ from exporter.engine import (
     ConfigIssue,
     DisableReason,
     DriftKind,
-    Evaluation,
     Mechanism,
     ProxyMode,
     ServiceVerdict,
@@ -27,6 +26,7 @@ from exporter.engine.allocation import OVERLOAD_LIMIT, zone_minimum
 from exporter.engine.mechanism import deciding_annotation
 from exporter.engine.profile import NEWEST_MINOR, Component, Profile, Source, kube_proxy_effect
 from exporter.engine.reasons import HINTS_DISABLED_EVENT, HINTS_ENABLED_EVENT
+from exporter.live.result import ExporterState
 
 # The zone table's headings, one per cell of a `table_rows` row.
 TABLE_COLUMNS = (
@@ -201,8 +201,8 @@ def _deciding_annotation_text(verdict: ServiceVerdict) -> str | None:
     return f"{decider[0]}={decider[1]}" if decider is not None else None
 
 
-def why_text(evaluation: Evaluation, verdict: ServiceVerdict) -> str:
-    capacity = evaluation.capacity
+def why_text(result: ExporterState, verdict: ServiceVerdict) -> str:
+    capacity = result.capacity
     n = verdict.ready_endpoints
     if verdict.mechanism is Mechanism.NONE:
         return "no hint mechanism applies, so the controller removes any hints from the slices"
@@ -287,11 +287,11 @@ def same_node_text(nodes: Iterable[str]) -> str:
     )
 
 
-def profile_effect(evaluation: Evaluation, verdict: ServiceVerdict) -> str | None:
+def profile_effect(result: ExporterState, verdict: ServiceVerdict) -> str | None:
     """Why the Kubernetes profile makes kube-proxy route this Service otherwise (§12)."""
     if not verdict.service.proxied:
         return None
-    return kube_proxy_effect(verdict.service, evaluation.profile)
+    return kube_proxy_effect(verdict.service, result.profile)
 
 
 def table_rows(verdict: ServiceVerdict) -> list[tuple[str, ...]]:

@@ -23,22 +23,14 @@ from __future__ import annotations
 
 import codecs
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
 import msgspec
 
-from exporter.engine import (
-    DEFAULT_DATAPLANES,
-    DataPlane,
-    EndpointSlice,
-    Evaluation,
-    Node,
-    Service,
-    evaluate,
-)
-from exporter.engine.profile import ASSUMED, Profile
+from exporter.engine import EndpointSlice, Node, Service
+from exporter.live.store import ClusterStore
 from exporter.sources.decode import (
     InvalidObjectError,
     JsonDecoder,
@@ -72,10 +64,11 @@ class Snapshot:
     services: tuple[Service, ...]
     endpoint_slices: tuple[EndpointSlice, ...]
 
-    def evaluate(
-        self, dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES, profile: Profile = ASSUMED
-    ) -> Evaluation:
-        return evaluate(self.nodes, self.services, self.endpoint_slices, dataplanes, profile)
+    def write_to(self, store: ClusterStore) -> None:
+        """Into the store, each kind replaced whole, as the informers' first lists do."""
+        store.replace_nodes(self.nodes)
+        store.replace_services(self.services)
+        store.replace_endpoint_slices(self.endpoint_slices)
 
 
 # -- objects ------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from exporter import __version__
-from exporter.live.evaluator import ExporterState
+from exporter.live.result import ExporterState
 from exporter.report.document import evaluation_document, service_document
 from exporter.web.links import API_PATH, SERVICES_PATH, Links
 from exporter.web.render import (
@@ -71,7 +71,7 @@ class _PerState:
         view = self.view(state)
         with self._lock:
             if self._evaluation_json is None or self._state is not state:
-                document = evaluation_document(view.evaluation)
+                document = evaluation_document(view.state)
                 self._evaluation_json = msgspec.json.encode(document) + b"\n"
             return self._evaluation_json
 

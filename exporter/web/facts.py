@@ -11,13 +11,13 @@ from dataclasses import dataclass
 
 from exporter.engine import (
     ClusterCapacity,
-    Evaluation,
     Mechanism,
     ProxyMode,
     ServiceVerdict,
 )
 from exporter.engine.allocation import OVERLOAD_LIMIT, refusal_reason
 from exporter.engine.whatif.feasibility import Margin
+from exporter.live.result import ExporterState
 from exporter.report.advice import advisor_range, margin_text, node_fix, node_lack, suggestion
 from exporter.report.explain import ExplainOptions, profile_lines
 from exporter.report.phrases import MODE_TEXT as _MODE_TEXT
@@ -71,12 +71,12 @@ class ClusterFacts:
     kubernetes: tuple[str, ...] = ()
 
 
-def cluster_facts(evaluation: Evaluation) -> ClusterFacts:
-    capacity = evaluation.capacity
-    by_zone = evaluation.nodes.by_zone
+def cluster_facts(result: ExporterState) -> ClusterFacts:
+    capacity = result.capacity
+    by_zone = result.nodes.by_zone
     return ClusterFacts(
         sufficient=capacity.sufficient,
-        ready_nodes=len(evaluation.nodes.zone_of),
+        ready_nodes=len(result.nodes.zone_of),
         zones=tuple(
             ZoneShare(
                 zone=zone,
@@ -90,7 +90,7 @@ def cluster_facts(evaluation: Evaluation) -> ClusterFacts:
             NodeFix(problem.node, node_lack(problem), node_fix(problem))
             for problem in capacity.problems
         ),
-        kubernetes=tuple(profile_lines(evaluation.profile, ExplainOptions(color=False))),
+        kubernetes=tuple(profile_lines(result.profile, ExplainOptions(color=False))),
     )
 
 
@@ -179,11 +179,11 @@ class RoutingLine:
 _TONES = {Tone.GOOD: "good", Tone.WARN: "warn", Tone.BAD: "bad"}
 
 
-def routing_lines(evaluation: Evaluation, verdict: ServiceVerdict) -> tuple[RoutingLine, ...]:
+def routing_lines(result: ExporterState, verdict: ServiceVerdict) -> tuple[RoutingLine, ...]:
     """Per configured data plane, in the configured order, as explain's "Effective routing"."""
     lines = []
     for dataplane, view in verdict.routing.items():
-        text, tone = routing_text(dataplane, view, evaluation.nodes)
+        text, tone = routing_text(dataplane, view, result.nodes)
         lines.append(RoutingLine(str(dataplane), text, _TONES.get(tone, "")))
     return tuple(lines)
 
@@ -239,11 +239,11 @@ def completeness_words(verdict: ServiceVerdict) -> tuple[str, str | None]:
     return words, None
 
 
-def proxy_rows(evaluation: Evaluation, verdict: ServiceVerdict) -> tuple[ProxyRow, ...]:
+def proxy_rows(result: ExporterState, verdict: ServiceVerdict) -> tuple[ProxyRow, ...]:
     proxy = verdict.proxy
     rows = []
     for zone, mode in proxy.by_zone.items():
-        nodes = [n for n in evaluation.nodes.by_zone.get(zone, ()) if n not in proxy.same_node]
+        nodes = [n for n in result.nodes.by_zone.get(zone, ()) if n not in proxy.same_node]
         meaning = _MODE_TEXT[mode] if nodes else "every node of the zone is in PreferSameNode"
         rows.append(
             ProxyRow(
@@ -278,11 +278,11 @@ def advisor_steps(capacity: ClusterCapacity, verdict: ServiceVerdict) -> tuple[A
 
 
 def service_facts(
-    evaluation: Evaluation, verdict: ServiceVerdict, margin: Margin | None = None
+    result: ExporterState, verdict: ServiceVerdict, margin: Margin | None = None
 ) -> ServiceFacts:
     """`margin`: the live forecast's endpoint margin of this entry (the list shows it too)."""
     auto = verdict.mechanism is Mechanism.AUTO
-    capacity = evaluation.capacity
+    capacity = result.capacity
     advice = suggestion(capacity, verdict) if auto and capacity.sufficient else None
     completeness, warning = completeness_words(verdict)
     same_node = (
@@ -294,11 +294,11 @@ def service_facts(
     return ServiceFacts(
         verdict=verdict,
         mechanism=mechanism_text(verdict),
-        why=why_text(evaluation, verdict),
+        why=why_text(result, verdict),
         expected_event=event_text(verdict) if auto else None,
         completeness=completeness,
         completeness_warning=warning,
-        proxy=proxy_rows(evaluation, verdict),
+        proxy=proxy_rows(result, verdict),
         same_node=same_node,
         zones=zone_table(verdict),
         warnings=tuple(load_warnings(verdict)),
@@ -309,9 +309,9 @@ def service_facts(
         advisor=advisor_steps(capacity, verdict) if auto else None,
         suggestion=advice.text if advice is not None else None,
         notices=tuple(IssueFix(str(notice), notice.text) for notice in sorted(verdict.notices)),
-        version_skew=profile_effect(evaluation, verdict),
+        version_skew=profile_effect(result, verdict),
         cross_zone=cross_zone_rows(verdict),
-        routing=routing_lines(evaluation, verdict),
+        routing=routing_lines(result, verdict),
         suggestion_command=advice.command if advice is not None else None,
         margin=margin_words(margin) if margin is not None and advice is not None else None,
     )

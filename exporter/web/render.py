@@ -128,7 +128,7 @@ def service_page(
         namespace=namespace,
         name=name,
         namespace_query=Query(namespace=namespace).encode(),
-        services=[service_facts(view.evaluation, row.verdict, row.forecast.margin) for row in rows],
+        services=[service_facts(view.state, row.verdict, row.forecast.margin) for row in rows],
         state_tones=STATE_TONES,
         cross_zone_model=CROSS_ZONE_MODEL,
     )

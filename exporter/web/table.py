@@ -16,10 +16,10 @@ from operator import attrgetter
 from types import MappingProxyType
 from urllib.parse import parse_qs, urlencode
 
-from exporter.engine import Evaluation, ExpectedState, Mechanism, ServiceVerdict
+from exporter.engine import ExpectedState, Mechanism, ServiceVerdict
 from exporter.engine.problems import PROBLEMS, ProblemId, Severity, problems_of, severity_of
-from exporter.engine.whatif.forecast import NO_FORECAST, EntryForecast, services_losing_hints
-from exporter.live.evaluator import ExporterState, ServiceResult
+from exporter.engine.whatif.forecast import NO_FORECAST, EntryForecast
+from exporter.live.result import ExporterState, ServiceResult
 from exporter.report.advice import zone_loss_skipped_text
 from exporter.report.phrases import whole_percent
 from exporter.report.traffic import AVOIDABLE_WORTH_SAYING
@@ -277,7 +277,6 @@ class StatusView:
     """Everything the pages show of one published state, computed once for it."""
 
     state: ExporterState
-    evaluation: Evaluation
     cluster: ClusterFacts
     rows: tuple[ServiceRow, ...]
     namespaces: tuple[str, ...]
@@ -304,40 +303,23 @@ def status_view(state: ExporterState, previous: StatusView | None = None) -> Sta
         if known is not None and known[0] is result:
             rows_of[key] = known
         else:
-            forecasts = result.forecasts or (NO_FORECAST,) * len(result.verdicts)
-            rows_of[key] = (
-                result,
-                tuple(service_row(v, f) for v, f in zip(result.verdicts, forecasts, strict=True)),
-            )
-    # A result's verdicts are sorted by address type: sorted keys give the evaluation order.
-    verdicts = tuple(
-        verdict for key in sorted(state.services) for verdict in state.services[key].verdicts
-    )
-    evaluation = Evaluation(
-        capacity=state.capacity, nodes=state.nodes, services=verdicts, profile=state.profile
-    )
+            rows_of[key] = (result, tuple(service_row(v, f) for v, f in result.entries()))
     rows = sorted(
         (row for _, service_rows in rows_of.values() for row in service_rows),
         key=attrgetter("order"),
     )
     return StatusView(
         state=state,
-        evaluation=evaluation,
-        cluster=cluster_facts(evaluation),
+        cluster=cluster_facts(state),
         rows=tuple(rows),
         namespaces=tuple(sorted({key[0] for key in state.services})),
         counts=_counts(rows),
         rows_of=MappingProxyType(rows_of),
-        zone_loss=_zone_loss(state, rows),
+        zone_loss=state.zone_loss(),
         zone_loss_note=(
             zone_loss_skipped_text(state.zone_loss_skipped) if state.zone_loss_skipped else ""
         ),
     )
-
-
-def _zone_loss(state: ExporterState, rows: list[ServiceRow]) -> Mapping[str, int]:
-    forecasts = (((row.namespace, row.name), row.forecast) for row in rows)
-    return services_losing_hints(forecasts, state.zone_loss_views)
 
 
 def _counts(rows: list[ServiceRow]) -> Mapping[str, Mapping[str, int]]:

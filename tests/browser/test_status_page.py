@@ -16,6 +16,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
+from exporter.live.oneshot import evaluate_snapshot
 from exporter.report.advice import suggestion
 from exporter.report.overview import select
 from exporter.sources.snapshot import load_snapshot
@@ -86,7 +87,7 @@ def test_table_lists_every_service_with_its_verdict(browser: WebDriver, demo: st
     """Each Service of the snapshot is a row, with the verdict `evaluate` gives it."""
     expected = {
         (verdict.service.namespace, verdict.service.name): str(verdict.expected_state)
-        for verdict in load_snapshot(str(DEMO)).evaluate().services
+        for verdict in evaluate_snapshot(load_snapshot(str(DEMO))).verdicts()
     }
     open_page(browser, demo + "/")
     shown = {(row["namespace"], row["name"]): row["verdict"] for row in table_rows(browser)}
@@ -136,7 +137,7 @@ def test_service_link_opens_its_page_with_the_zone_table(browser: WebDriver, dem
 def test_the_fix_command_is_copied_whole_at_phone_width(browser: WebDriver, demo: str) -> None:
     """The Suggestion's command, as explain prints it: wrapped to a phone's screen, yet one
     click selects it all, with no line break in what is copied."""
-    evaluation = load_snapshot(str(DEMO)).evaluate()
+    evaluation = evaluate_snapshot(load_snapshot(str(DEMO)))
     (checkout,) = select(evaluation, "payments", "checkout")
     command = suggestion(evaluation.capacity, checkout).command
     assert command is not None

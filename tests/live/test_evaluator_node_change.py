@@ -18,7 +18,8 @@ from structlog.testing import capture_logs
 from exporter.engine import Endpoint, EndpointSlice, Node, Service
 from exporter.engine.allocation import AllocationResult
 from exporter.engine.capacity import ClusterCapacity
-from exporter.live.evaluator import Evaluator, ExporterState
+from exporter.live.evaluator import Evaluator
+from exporter.live.result import ExporterState
 from exporter.live.store import ClusterStore
 from tests.engine.builders import endpoint, endpoint_slice, service
 

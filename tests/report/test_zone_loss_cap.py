@@ -24,7 +24,8 @@ from exporter.engine import allocation
 from exporter.engine.model import Node
 from exporter.engine.whatif import forecast, outcome, zoneloss
 from exporter.engine.whatif.zoneloss import MAX_ZONE_LOSS_ZONES
-from exporter.live.evaluator import Evaluator, ExporterState
+from exporter.live.evaluator import Evaluator
+from exporter.live.result import ExporterState
 from exporter.live.serve import ServeOptions
 from exporter.live.store import ClusterStore
 from exporter.metrics.families import ZONE_LOSS_SERVICES_LOSING_HINTS

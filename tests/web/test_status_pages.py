@@ -19,7 +19,9 @@ import pytest
 from bench.cluster import ClusterSize, cluster_objects
 from exporter.engine import DEFAULT_DATAPLANES, DataPlane
 from exporter.engine.problems import ProblemId
-from exporter.live.evaluator import Evaluator, ExporterState
+from exporter.live.evaluator import Evaluator
+from exporter.live.oneshot import evaluate_snapshot
+from exporter.live.result import ExporterState
 from exporter.live.serve import ServeOptions
 from exporter.live.store import ClusterStore
 from exporter.report.document import evaluation_document, service_document
@@ -231,10 +233,10 @@ def test_api_serves_the_evaluate_document(demo_state: ExporterState) -> None:
     status, headers, body = get(app, "/api/v1/evaluation")
     assert status == "200 OK"
     assert headers["Content-Type"] == "application/json"
-    evaluation = load_snapshot(str(DEMO)).evaluate()
+    evaluation = evaluate_snapshot(load_snapshot(str(DEMO)))
     assert json.loads(body) == json.loads(json.dumps(evaluation_document(evaluation)))
     status, _, body = get(app, "/api/v1/services/payments/ledger")
-    ledger = [v for v in evaluation.services if v.key[:2] == ("payments", "ledger")]
+    ledger = [v for v in evaluation.verdicts() if v.key[:2] == ("payments", "ledger")]
     assert json.loads(body) == json.loads(json.dumps([service_document(v) for v in ledger]))
     status, _, body = get(app, "/api/v1/services/payments/nope")
     assert status == "404 Not Found"
