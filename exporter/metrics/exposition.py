@@ -22,7 +22,7 @@ tens of milliseconds. So nothing is redone that did not change:
   whole body, once per published state. Not one gzip member per chunk: RFC 1952 allows
   concatenated members, but curl, browsers and OkHttp decode only the first.
 
-Families, their order and their samples come from the table in `families.py` that the
+Families, their order and their samples come from the table in `families/` that the
 prometheus_client collector also iterates; tests hold the two renderings byte for byte
 equal in every format, through inserts, deletions and node changes.
 """
@@ -46,8 +46,8 @@ from exporter.engine.whatif import NO_FORECAST
 from exporter.live.evaluator import ExporterState, ServiceResult
 from exporter.metrics.blocks import Row, SortedBlocks, Update
 from exporter.metrics.collector import ExportOptions, FamilyFilter, is_exported
-from exporter.metrics.families import (
-    HINT_FAMILIES,
+from exporter.metrics.families import HINT_FAMILIES
+from exporter.metrics.family import (
     Family,
     MetricType,
     PerScrape,
