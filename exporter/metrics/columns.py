@@ -3,7 +3,7 @@
 - `ServiceColumn`: a family of one Service (per Service or per address type), rendered
   for one Service from its result; the renderer keeps the bytes per Service in its blocks.
   `Prepared` escapes a Service's identity labels once for all its families.
-- `ScrapeColumn`: a family computed over the whole state, either a running tally that
+- `ScrapeColumn`: a family computed over the whole state, either a running sum that
   each changed Service adjusts, or lines kept while the parts of the state it reads are
   the same objects.
 
@@ -22,12 +22,12 @@ from exporter.metrics.family import (
     Family,
     PerScrape,
     PerService,
+    RunningSum,
     Sample,
     Scope,
     Scrape,
     ServiceEntry,
     ServiceSubject,
-    Tally,
     service_entries,
 )
 from exporter.metrics.lines import (
@@ -160,14 +160,14 @@ _SERVICE_LABELS = Scope.SERVICE.identity_labels
 
 
 class ScrapeColumn:
-    """One family computed over the state: a running tally, or lines cached by what it reads."""
+    """One family computed over the state: a running sum, or lines cached by what it reads."""
 
     def __init__(self, family: Family, samples: PerScrape) -> None:
         self.family = family
         self._line = line_format(family)
         self._samples = samples
         self._read: tuple[object, ...] | None = None
-        self.tally: Tally[Any] | None = None
+        self.running_sum: RunningSum[Any] | None = None
         self.contributions: dict[ServiceKey, object] = {}
         self.chunk = b""
         self.dirty = True
@@ -192,9 +192,9 @@ class ScrapeColumn:
     ) -> tuple[bool, bool]:
         """Bring the lines up to `state`, given the Services whose fragment was replaced.
 
-        Returns whether the lines were rendered again and whether the tally was summed
-        again over every exported Service."""
-        factory = self._samples.tally
+        Returns whether the lines were rendered again and whether the running sum was rebuilt
+        over every exported Service."""
+        factory = self._samples.running_sum
         if factory is None:
             if self._reads_changed(state):
                 self.chunk = format_lines(
@@ -202,31 +202,33 @@ class ScrapeColumn:
                 )
                 return True, False
             return False, False
-        if self._reads_changed(state) or self.tally is None:
+        if self._reads_changed(state) or self.running_sum is None:
             self._rebuild(factory(state), fragments)
             rebuilt = True
         else:
-            self._adjust(self.tally, fragments, applied)
+            self._adjust(self.running_sum, fragments, applied)
             rebuilt = False
-        if self.dirty and self.tally is not None:
-            self.chunk = format_lines(self._line, self.tally.samples())
+        if self.dirty and self.running_sum is not None:
+            self.chunk = format_lines(self._line, self.running_sum.samples())
             self.dirty = False
             return True, rebuilt
         return False, rebuilt
 
-    def _rebuild(self, tally: Tally[Any], fragments: Mapping[ServiceKey, Fragment]) -> None:
-        self.tally = tally
+    def _rebuild(
+        self, running_sum: RunningSum[Any], fragments: Mapping[ServiceKey, Fragment]
+    ) -> None:
+        self.running_sum = running_sum
         self.contributions = {}
         for key, fragment in fragments.items():
             if fragment.exported:
-                contribution = tally.contribution(fragment.result)
+                contribution = running_sum.contribution(fragment.result)
                 self.contributions[key] = contribution
-                tally.add(contribution, 1)
+                running_sum.add(contribution, 1)
         self.dirty = True
 
     def _adjust(
         self,
-        tally: Tally[Any],
+        running_sum: RunningSum[Any],
         fragments: Mapping[ServiceKey, Fragment],
         applied: Iterable[ServiceKey],
     ) -> None:
@@ -235,7 +237,7 @@ class ScrapeColumn:
             old = self.contributions.pop(key, _ABSENT)
             fragment = fragments.get(key)
             new = (
-                tally.contribution(fragment.result)
+                running_sum.contribution(fragment.result)
                 if fragment is not None and fragment.exported
                 else _ABSENT
             )
@@ -244,9 +246,9 @@ class ScrapeColumn:
             if old == new:
                 continue
             if old is not _ABSENT:
-                tally.add(old, -1)
+                running_sum.add(old, -1)
             if new is not _ABSENT:
-                tally.add(new, 1)
+                running_sum.add(new, 1)
             self.dirty = True
 
 

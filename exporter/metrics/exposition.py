@@ -14,7 +14,7 @@ tens of milliseconds. So nothing is redone that did not change:
 - Fragments sit in key order in sorted blocks of a few hundred Services (`blocks.py`); a
   block keeps each family's lines joined, and a change re-joins the families of its own
   block whose bytes changed. A family's body is one chunk per block.
-- Families summed over Services (per node, per zone) keep running tallies that a changed
+- Families summed over Services (per node, per zone) keep running sums that a changed
   Service adjusts; those that read other parts of the state are rendered again only when
   those objects change.
 - A scrape writes the chunks as they are (the server never joins them; `endpoint.py`
@@ -105,8 +105,8 @@ class RenderCounts:
     joins: int = 0
     # Renders of a family computed over the whole state.
     scrape_families: int = 0
-    # Tallies summed again over every exported Service (a new node view).
-    tally_rebuilds: int = 0
+    # Running sums rebuilt over every exported Service (a new node view).
+    sum_rebuilds: int = 0
     # Chunks compressed into a deflate segment.
     deflated: int = 0
     # Per family name: its lines rendered again for a Service whose result was replaced.
@@ -405,7 +405,7 @@ class ExpositionRenderer:
         for column in self._scrape_columns:
             rendered, rebuilt = column.update(state, fragments, applied, exported)
             self.counts.scrape_families += rendered
-            self.counts.tally_rebuilds += rebuilt
+            self.counts.sum_rebuilds += rebuilt
         return self._body_of(state)
 
     def _load(self, state: ExporterState) -> list[ServiceKey]:

@@ -11,7 +11,7 @@ labels after the scope's identity labels, and how its samples are produced:
 - `from_scrape`: from the whole published state and the set of exported Services, for
   figures that span Services or change without re-evaluating one (controller events); the
   function yields every label, identity labels included.
-- `tallied`: summed over the exported Services, kept running by the cached renderer.
+- `summed`: a running sum over the exported Services, kept by the cached renderer.
 - none, for the exporter's own families: `instruments.py` updates prometheus_client
   instruments as things happen.
 """
@@ -140,12 +140,13 @@ class PerService:
     inputs: Callable[[Any], object] | None = None
 
 
-class Tally(Protocol[_Contribution]):
+class RunningSum(Protocol[_Contribution]):
     """A family summed over the exported Services, kept running by the cached renderer.
 
     Built for one view of the state (what the family's `reads` returns); each exported
     Service adds its contribution, and a Service whose contribution changes is subtracted
-    and added again, so a change costs that Service, not every Service.
+    and added again, so a change costs that Service, not every Service. (Not the status
+    page's `Tally`, a filter of its table with counts per value.)
     """
 
     def contribution(self, result: ServiceResult) -> _Contribution:
@@ -170,7 +171,7 @@ class PerScrape:
     # the same object, the samples are the same. None: anything (rendered for every state).
     reads: Callable[[ExporterState], tuple[object, ...]] | None = None
     # For families summed over the exported Services: the running sum for a state's view.
-    tally: Callable[[ExporterState], Tally[Any]] | None = None
+    running_sum: Callable[[ExporterState], RunningSum[Any]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,8 +228,8 @@ def from_scrape(
     return PerScrape(function, reads=reads)
 
 
-def tallied(
-    tally: Callable[[ExporterState], Tally[Any]],
+def summed(
+    running_sum: Callable[[ExporterState], RunningSum[Any]],
     *,
     reads: Callable[[ExporterState], tuple[object, ...]],
 ) -> PerScrape:
@@ -236,12 +237,12 @@ def tallied(
     the cached renderer keeps the sum running (one implementation for both)."""
 
     def samples(scrape: Scrape) -> Iterable[Sample]:
-        running = tally(scrape.state)
+        running = running_sum(scrape.state)
         for result in scrape.exported:
             running.add(running.contribution(result), 1)
         return running.samples()
 
-    return PerScrape(samples, reads=reads, tally=tally)
+    return PerScrape(samples, reads=reads, running_sum=running_sum)
 
 
 class Declarations:

@@ -16,14 +16,14 @@ from exporter.metrics.family import (
     Sample,
     Scope,
     from_scrape,
-    tallied,
+    summed,
 )
 from exporter.vocabulary import ServiceKey
 
 _declare = Declarations()
 
 
-class NodeProxyTally:
+class NodeProxySum:
     """Per node and mode, over exported entries; counted per zone, then adjusted per node.
 
     Every node of a zone shares the zone's mode unless a node hint names it, so adding a
@@ -82,11 +82,11 @@ def _count(counts: dict[ProxyMode, int], mode: ProxyMode, delta: int) -> None:
         del counts[mode]
 
 
-class LastEventTally:
+class LastEventSum:
     """Events of exported Services only: a deleted Service's timestamps vanish with it.
 
     Read from the state's events because an event does not replace the Service's result;
-    the tally only tracks which Services are exported.
+    the running sum only tracks which Services are exported.
     """
 
     def __init__(self, state: ExporterState) -> None:
@@ -109,7 +109,7 @@ class LastEventTally:
                 yield key, timestamp
 
 
-class ZoneLossTally:
+class ZoneLossSum:
     """Per zone of the cluster, over exported entries: their forecasts were made when each
     Service was evaluated, so this only counts (as `forecast_zone_loss` does)."""
 
@@ -136,7 +136,7 @@ NODE_PROXY_SERVICES = _declare(
     GAUGE,
     Scope.NODE,
     "Exported Services (per address type) for which kube-proxy on the node uses the mode.",
-    tallied(NodeProxyTally, reads=lambda state: (state.nodes,)),
+    summed(NodeProxySum, reads=lambda state: (state.nodes,)),
     labels=("zone", "mode"),
 )
 SERVICE_LAST_EVENT_TIMESTAMP_SECONDS = _declare(
@@ -145,7 +145,7 @@ SERVICE_LAST_EVENT_TIMESTAMP_SECONDS = _declare(
     Scope.SERVICE,
     "Unix time of the latest TopologyAwareHintsDisabled / TopologyAwareHintsEnabled event "
     "the controller recorded on the Service.",
-    tallied(LastEventTally, reads=lambda state: (state.last_event,)),
+    summed(LastEventSum, reads=lambda state: (state.last_event,)),
     labels=("reason",),
 )
 ZONE_LOSS_SERVICES_LOSING_HINTS = _declare(
@@ -156,7 +156,7 @@ ZONE_LOSS_SERVICES_LOSING_HINTS = _declare(
     "node and endpoint of the zone were lost (what-if --lose-zone), per zone label of the "
     "cluster's nodes; no series when the nodes have more than "
     f"{MAX_ZONE_LOSS_ZONES} zone labels (no forecast is made then).",
-    tallied(ZoneLossTally, reads=lambda state: (state.zone_loss_views,)),
+    summed(ZoneLossSum, reads=lambda state: (state.zone_loss_views,)),
     labels=("zone",),
 )
 CONTROLLER_EVENTS_TOTAL = _declare(
