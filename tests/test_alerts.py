@@ -11,7 +11,8 @@ from typing import Any
 import yaml
 
 from alerts import generate
-from exporter.metrics.families import FAMILIES, MetricType
+from exporter.metrics.families import FAMILIES
+from exporter.metrics.family import MetricType
 from exporter.metrics.monitoring import JOB_SELECTOR, OPTIONAL_RESOURCES, OVERLOAD_LIMIT
 from exporter.sources import cluster as cluster_sources
 from exporter.sources.spec import ResourceSpec

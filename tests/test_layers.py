@@ -76,6 +76,12 @@ def test_the_import_contracts_are_kept() -> None:
             "The vocabulary imports no other exporter module",
             "exporter.vocabulary -> exporter.engine.model",
         ),
+        (
+            "metrics/families/zone.py",
+            "import exporter.metrics.families.service",
+            "Each module of family declarations stands alone",
+            "exporter.metrics.families.zone -> exporter.metrics.families.service",
+        ),
     ],
 )
 def test_the_contracts_catch_a_forbidden_import(

@@ -37,7 +37,8 @@ from exporter.metrics.collector import (
     FilteringCollector,
     HintsCollector,
 )
-from exporter.metrics.exposition import ExpositionRenderer, MetricsEndpoint
+from exporter.metrics.endpoint import MetricsEndpoint
+from exporter.metrics.exposition import ExpositionRenderer
 from exporter.metrics.families import SAME_ON_EVERY_SHARD
 from exporter.metrics.instruments import RESOURCES, ExporterMetrics, StatusCollector
 from exporter.runtime import release_free_memory

@@ -15,15 +15,8 @@ from prometheus_client.registry import Collector
 
 from exporter.engine import Mechanism, ServiceVerdict
 from exporter.live.result import ExporterState
-from exporter.metrics.families import (
-    HINT_FAMILIES,
-    Family,
-    MetricType,
-    PerScrape,
-    PerService,
-    Sample,
-    Scrape,
-)
+from exporter.metrics.families import HINT_FAMILIES
+from exporter.metrics.family import Family, MetricType, PerScrape, PerService, Sample, Scrape
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,77 +9,66 @@ tens of milliseconds. So nothing is redone that did not change:
   that missed generations gets them from `observe` (registered as an evaluator listener),
   else compares results by identity. Of a replaced result, only the families whose
   declared `inputs` differ from the old result's are rendered again: a node change that
-  moves CPU shares replaces every result but changes only the zone allocation families.
+  moves CPU shares replaces every result but changes only the zone allocation families
+  (`columns.py` renders one family's lines).
 - Fragments sit in key order in sorted blocks of a few hundred Services (`blocks.py`); a
   block keeps each family's lines joined, and a change re-joins the families of its own
   block whose bytes changed. A family's body is one chunk per block.
-- Families summed over Services (per node, per zone) keep running tallies that a changed
+- Families summed over Services (per node, per zone) keep running sums that a changed
   Service adjusts; those that read other parts of the state are rendered again only when
   those objects change.
-- A scrape writes the chunks as they are (the server never joins them). Gzip is one
-  gzip member made of one raw deflate segment per chunk (each ended by a sync flush, as
-  pigz does), cached while the chunk is the same object; only the CRC-32 runs over the
-  whole body, once per published state. Not one gzip member per chunk: RFC 1952 allows
-  concatenated members, but curl, browsers and OkHttp decode only the first.
+- A scrape writes the chunks as they are (the server never joins them; `endpoint.py`
+  serves them). Gzip is one gzip member made of one raw deflate segment per chunk
+  (`gzipstream.py`), cached while the chunk is the same object; only the CRC-32 runs
+  over the whole body, once per published state.
 
-Families, their order and their samples come from the table in `families.py` that the
+Families, their order and their samples come from the table in `families/` that the
 prometheus_client collector also iterates; tests hold the two renderings byte for byte
 equal in every format, through inserts, deletions and node changes.
 """
 
 from __future__ import annotations
 
-import struct
 import threading
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum, auto
-from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs
-
-from prometheus_client import CollectorRegistry, make_wsgi_app
 
 from exporter.engine import ReadyNodes
 from exporter.engine.whatif.forecast import NO_FORECAST
 from exporter.live.result import ExporterState, ServiceResult
 from exporter.metrics.blocks import Row, SortedBlocks, Update
 from exporter.metrics.collector import ExportOptions, FamilyFilter, is_exported
-from exporter.metrics.families import (
-    HINT_FAMILIES,
+from exporter.metrics.columns import (
+    Fragment,
+    Prepared,
+    ScrapeColumn,
+    ServiceColumn,
+    service_lines,
+    split_service_lines,
+)
+from exporter.metrics.families import HINT_FAMILIES
+from exporter.metrics.family import (
     Family,
     MetricType,
     PerScrape,
     PerService,
-    Sample,
-    Scope,
-    Scrape,
     ServiceEntry,
     ServiceSubject,
-    Tally,
-    service_entries,
 )
-from exporter.metrics.lines import (
-    ESCAPED_LABELS,
-    VALUE_TEXT,
-    SplitLine,
-    escaped,
-    escaped_labels,
-    escaped_once,
-    format_lines,
-    identity_text,
-    line_format,
-    value_text,
+from exporter.metrics.gzipstream import (
+    DEFLATE_END,
+    GZIP_HEADER,
+    SegmentCache,
+    checksum,
+    deflate,
+    gzip_stream,
+    trailer,
 )
-from exporter.metrics.negotiation import Negotiated, honouring_quality, negotiate
 from exporter.vocabulary import ServiceKey
 
-if TYPE_CHECKING:
-    from _typeshed.wsgi import StartResponse, WSGIEnvironment
-
-# Level 1 compresses a 20 MB exposition about 30:1 in a tenth of the time of level 9.
-GZIP_LEVEL = 1
 # Services per block: a change re-joins (and re-compresses) about this many fragments.
 BLOCK_LOAD = 256
 # Generations whose changed Services are remembered between scrapes; past that, a scrape
@@ -106,24 +95,6 @@ def family_header(family: Family, fmt: Format) -> bytes:
     return f"# HELP {name} {help_text}\n# TYPE {name} {family.type}\n".encode()
 
 
-def _deflate(data: bytes) -> bytes:
-    """A raw deflate segment that other segments may follow (RFC 1951: byte-aligned by
-    the sync flush's empty stored block, not final)."""
-    compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
-    return compressor.compress(data) + compressor.flush(zlib.Z_SYNC_FLUSH)
-
-
-# RFC 1952: magic, deflate, no flags, mtime 0, no extra flags, OS unknown.
-_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
-# An empty final block, after the last segment.
-_DEFLATE_END = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS).flush()
-
-
-def gzip_stream(segments: Iterable[bytes], crc: int, size: int) -> list[bytes]:
-    """One gzip member from deflate segments and the CRC-32 and size of what they hold."""
-    return [_GZIP_HEADER, *segments, _DEFLATE_END, struct.pack("<II", crc, size & 0xFFFFFFFF)]
-
-
 @dataclass
 class RenderCounts:
     """What the renderer did since it was made: tests bound the work a change costs."""
@@ -134,227 +105,14 @@ class RenderCounts:
     joins: int = 0
     # Renders of a family computed over the whole state.
     scrape_families: int = 0
-    # Tallies summed again over every exported Service (a new node view).
-    tally_rebuilds: int = 0
+    # Running sums rebuilt over every exported Service (a new node view).
+    sum_rebuilds: int = 0
     # Chunks compressed into a deflate segment.
     deflated: int = 0
     # Per family name: its lines rendered again for a Service whose result was replaced.
     rerendered: Counter[str] = field(default_factory=Counter)
     # Family chunks kept from a replaced result because the family's inputs were equal.
     reused: int = 0
-
-
-def _lines(
-    line: Callable[..., str],
-    function: Callable[[Any], Iterable[Sample]],
-    subjects: Sequence[tuple[tuple[str, ...], Any]],
-) -> bytes:
-    """One family's lines for one Service: its function over the Service's entries (or the
-    Service), each line one `str.format` over pre-escaped labels and a cached value text.
-
-    The hot loop of a first render: 200,000 lines at 10,000 Services.
-    """
-    cached_value = VALUE_TEXT.get
-    cached_labels = ESCAPED_LABELS.get
-    parts: list[str] = []
-    append = parts.append
-    for identity, subject in subjects:
-        for labels, value in function(subject):
-            text = cached_value(value)
-            if text is None or not value:
-                text = value_text(value)
-            if labels:
-                own = cached_labels(labels) or escaped_labels(labels)
-                append(line(*identity, *own, text))
-            else:
-                append(line(*identity, text))
-    return "".join(parts).encode() if parts else b""
-
-
-def _split_lines(
-    split: SplitLine,
-    function: Callable[[Any], Iterable[Sample]],
-    subjects: Sequence[tuple[str, Any]],
-) -> bytes:
-    """`_lines` for a family whose own labels sort after the identity: three cached pieces
-    per line, no formatting for a sample seen before."""
-    cached = split.cached
-    tail = split.tail
-    opening = split.open
-    parts: list[str] = []
-    append = parts.append
-    for identity, subject in subjects:
-        for sample in function(subject):
-            text = cached(sample)
-            if text is None or not sample[1]:
-                text = tail(sample)
-            append(opening)
-            append(identity)
-            append(text)
-    return "".join(parts).encode() if parts else b""
-
-
-class _ServiceColumn:
-    """One per-Service family: renders its lines for one Service."""
-
-    def __init__(self, family: Family, samples: PerService) -> None:
-        self.family = family
-        self.reads_nodes = samples.reads_nodes
-        self.inputs = samples.inputs
-        self.line = line_format(family)
-        # The function without identity labels and whether it runs per entry; None for a
-        # family that only declares the full function (rendered through it, slower).
-        self.function: Callable[[Any], Iterable[Sample]] | None = samples.entry or samples.service
-        self.per_entry = samples.entry is not None
-        identity = len((Scope.SERVICE_ENTRY if self.per_entry else Scope.SERVICE).identity_labels)
-        self.split = (
-            SplitLine(family, identity)
-            if self.function is not None and SplitLine.applies(family, identity)
-            else None
-        )
-        self._samples = samples
-
-    def render(self, subject: ServiceSubject, prepared: _Prepared) -> bytes:
-        if self.function is None:
-            return format_lines(self.line, self._samples.function(subject))
-        if self.split is not None:
-            texts = prepared.entry_texts if self.per_entry else prepared.service_texts
-            return _split_lines(self.split, self.function, texts)
-        subjects = prepared.entries if self.per_entry else prepared.service
-        return _lines(self.line, self.function, subjects)
-
-
-@dataclass(frozen=True, slots=True)
-class _Prepared:
-    """A Service's identity labels, escaped once for all its lines."""
-
-    # ((namespace, service, address type), entry) per address type.
-    entries: list[tuple[tuple[str, str, str], ServiceEntry]]
-    # ((namespace, service), result): the one subject of per-Service families.
-    service: list[tuple[tuple[str, str], ServiceResult]]
-    # The same with the identity as `label="value",...` text (for split lines).
-    entry_texts: list[tuple[str, ServiceEntry]]
-    service_texts: list[tuple[str, ServiceResult]]
-
-    @classmethod
-    def of(cls, subject: ServiceSubject) -> _Prepared:
-        result = subject.result
-        service = result.service
-        namespace, name = escaped_once(service.namespace), escaped_once(service.name)
-        # Not `subject.entries`: a cached_property takes a lock on every first read.
-        entries = [
-            ((namespace, name, escaped(key[2])), entry)
-            for key, entry in service_entries(result, subject.nodes)
-        ]
-        return cls(
-            entries,
-            [((namespace, name), result)],
-            [(identity_text(_ENTRY_LABELS, values), entry) for values, entry in entries],
-            [(identity_text(_SERVICE_LABELS, (namespace, name)), result)],
-        )
-
-
-_ENTRY_LABELS = Scope.SERVICE_ENTRY.identity_labels
-_SERVICE_LABELS = Scope.SERVICE.identity_labels
-
-
-class _ScrapeColumn:
-    """One family computed over the state: a running tally, or lines cached by what it reads."""
-
-    def __init__(self, family: Family, samples: PerScrape) -> None:
-        self.family = family
-        self._line = line_format(family)
-        self._samples = samples
-        self._read: tuple[object, ...] | None = None
-        self.tally: Tally[Any] | None = None
-        self.contributions: dict[ServiceKey, object] = {}
-        self.chunk = b""
-        self.dirty = True
-
-    def _reads_changed(self, state: ExporterState) -> bool:
-        reads = self._samples.reads
-        if reads is None:
-            return True
-        read = reads(state)
-        previous = self._read
-        self._read = read
-        return previous is None or any(
-            new is not old and new != old for new, old in zip(read, previous, strict=True)
-        )
-
-    def update(
-        self,
-        state: ExporterState,
-        fragments: Mapping[ServiceKey, _Fragment],
-        applied: Iterable[ServiceKey],
-        exported: Callable[[], tuple[ServiceResult, ...]],
-        counts: RenderCounts,
-    ) -> None:
-        """Bring the lines up to `state`, given the Services whose fragment was replaced."""
-        factory = self._samples.tally
-        if factory is None:
-            if self._reads_changed(state):
-                self.chunk = format_lines(
-                    self._line, self._samples.function(Scrape(state, exported()))
-                )
-                counts.scrape_families += 1
-            return
-        if self._reads_changed(state) or self.tally is None:
-            self._rebuild(factory(state), fragments)
-            counts.tally_rebuilds += 1
-        else:
-            self._adjust(self.tally, fragments, applied)
-        if self.dirty and self.tally is not None:
-            self.chunk = format_lines(self._line, self.tally.samples())
-            self.dirty = False
-            counts.scrape_families += 1
-
-    def _rebuild(self, tally: Tally[Any], fragments: Mapping[ServiceKey, _Fragment]) -> None:
-        self.tally = tally
-        self.contributions = {}
-        for key, fragment in fragments.items():
-            if fragment.exported:
-                contribution = tally.contribution(fragment.result)
-                self.contributions[key] = contribution
-                tally.add(contribution, 1)
-        self.dirty = True
-
-    def _adjust(
-        self,
-        tally: Tally[Any],
-        fragments: Mapping[ServiceKey, _Fragment],
-        applied: Iterable[ServiceKey],
-    ) -> None:
-        """Take away each replaced Service's old contribution and add its new one."""
-        for key in applied:
-            old = self.contributions.pop(key, _ABSENT)
-            fragment = fragments.get(key)
-            new = (
-                tally.contribution(fragment.result)
-                if fragment is not None and fragment.exported
-                else _ABSENT
-            )
-            if new is not _ABSENT:
-                self.contributions[key] = new
-            if old == new:
-                continue
-            if old is not _ABSENT:
-                tally.add(old, -1)
-            if new is not _ABSENT:
-                tally.add(new, 1)
-            self.dirty = True
-
-
-_ABSENT = object()
-
-
-@dataclass(frozen=True, slots=True)
-class _Fragment:
-    # The result these lines were rendered from: still valid while it is the same object.
-    result: ServiceResult
-    # Whether the Service is exported: its lines per family are then a row of the blocks
-    # (held there once, in the joined bytes).
-    exported: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,17 +145,17 @@ class ExpositionRenderer:
         self._options = options or ExportOptions()
         family_filter = family_filter or FamilyFilter()
         families = [family for family in HINT_FAMILIES if family_filter.allows(family.name)]
-        self._service_columns: list[_ServiceColumn] = []
-        self._scrape_columns: list[_ScrapeColumn] = []
+        self._service_columns: list[ServiceColumn] = []
+        self._scrape_columns: list[ScrapeColumn] = []
         # Per family exported: (True, index of its service column) or (False, scrape column).
         self._layout: list[tuple[bool, int]] = []
         for family in families:
             if isinstance(family.samples, PerService):
                 self._layout.append((True, len(self._service_columns)))
-                self._service_columns.append(_ServiceColumn(family, family.samples))
+                self._service_columns.append(ServiceColumn(family, family.samples))
             elif isinstance(family.samples, PerScrape):
                 self._layout.append((False, len(self._scrape_columns)))
-                self._scrape_columns.append(_ScrapeColumn(family, family.samples))
+                self._scrape_columns.append(ScrapeColumn(family, family.samples))
         self._plans = [
             (column.line, column.function, column.per_entry, column.split, column)
             for column in self._service_columns
@@ -415,11 +173,11 @@ class ExpositionRenderer:
             fmt: tuple(family_header(family, fmt) for family in families) for fmt in Format
         }
         self._deflated_headers = {
-            fmt: tuple(_deflate(header) for header in headers)
+            fmt: tuple(deflate(header) for header in headers)
             for fmt, headers in self._headers.items()
         }
         self._blocks = SortedBlocks(len(self._service_columns), block_load)
-        self._fragments: dict[ServiceKey, _Fragment] = {}
+        self._fragments: dict[ServiceKey, Fragment] = {}
         # The Ready nodes the node-reading families were rendered with.
         self._nodes: ReadyNodes | None = None
         self._body: _Body | None = None
@@ -428,7 +186,7 @@ class ExpositionRenderer:
         self._changes: dict[int, frozenset[ServiceKey] | None] = {}
         self._changes_lock = threading.Lock()
         self._gzip_lock = threading.Lock()
-        self._segment_cache: dict[int, tuple[bytes, bytes]] = {}
+        self._segment_cache = SegmentCache()
         self._segments: tuple[_Body, tuple[tuple[bytes, ...], ...]] | None = None
         # Per format: the body whose CRC-32 and size (headers included) were computed.
         self._checksums: dict[Format, tuple[_Body, int, int]] = {}
@@ -463,17 +221,17 @@ class ExpositionRenderer:
         if callable(tail):
             tail = tail()
         if body is None:
-            return gzip_stream([_deflate(tail)], zlib.crc32(tail), len(tail))
+            return gzip_stream([deflate(tail)], zlib.crc32(tail), len(tail))
         segments = self._deflated(body)
-        chunks: list[bytes] = [_GZIP_HEADER]
+        chunks: list[bytes] = [GZIP_HEADER]
         for header, family in zip(self._deflated_headers[fmt], segments, strict=True):
             chunks.append(header)
             chunks.extend(family)
         crc, size = self._checksum(body, fmt)
         if tail:
-            chunks.append(_deflate(tail))
-        chunks.append(_DEFLATE_END)
-        chunks.append(struct.pack("<II", zlib.crc32(tail, crc), (size + len(tail)) & 0xFFFFFFFF))
+            chunks.append(deflate(tail))
+        chunks.append(DEFLATE_END)
+        chunks.append(trailer(zlib.crc32(tail, crc), size + len(tail)))
         return chunks
 
     # -- bringing the body up to date ---------------------------------------------------------
@@ -535,15 +293,15 @@ class ExpositionRenderer:
             return None
         self.counts.services += 1
         subject = ServiceSubject(result, nodes)
-        prepared = _Prepared.of(subject)
+        prepared = Prepared.of(subject)
         entries, service = prepared.entries, prepared.service
         entry_texts, service_texts = prepared.entry_texts, prepared.service_texts
         # column.render inlined: this runs 20 times per Service on a first render.
         return tuple(
             [
-                _split_lines(split, function, entry_texts if per_entry else service_texts)
+                split_service_lines(split, function, entry_texts if per_entry else service_texts)
                 if split is not None and function is not None
-                else _lines(line, function, entries if per_entry else service)
+                else service_lines(line, function, entries if per_entry else service)
                 if function is not None
                 else column.render(subject, prepared)
                 for line, function, per_entry, split, column in self._plans
@@ -599,7 +357,7 @@ class ExpositionRenderer:
         (their chunks stay as they are)."""
         self.counts.services += 1
         subject = ServiceSubject(result, nodes)
-        prepared = _Prepared.of(subject)
+        prepared = Prepared.of(subject)
         row: list[bytes | None] = [None] * len(kept)
         rerendered = self.counts.rerendered
         for index, column in enumerate(self._service_columns):
@@ -609,11 +367,11 @@ class ExpositionRenderer:
         self.counts.reused += sum(kept)
         return tuple(row)
 
-    def _node_row(self, fragment: _Fragment, nodes: ReadyNodes) -> Update:
+    def _node_row(self, fragment: Fragment, nodes: ReadyNodes) -> Update:
         """The node-reading families rendered again, None for the others (kept)."""
         self.counts.services += 1
         subject = ServiceSubject(fragment.result, nodes)
-        prepared = _Prepared.of(subject)
+        prepared = Prepared.of(subject)
         row: list[bytes | None] = [None] * len(self._service_columns)
         for index in self._node_columns:
             row[index] = self._service_columns[index].render(subject, prepared)
@@ -645,7 +403,9 @@ class ExpositionRenderer:
             return exported_results
 
         for column in self._scrape_columns:
-            column.update(state, fragments, applied, exported, self.counts)
+            rendered, rebuilt = column.update(state, fragments, applied, exported)
+            self.counts.scrape_families += rendered
+            self.counts.sum_rebuilds += rebuilt
         return self._body_of(state)
 
     def _load(self, state: ExporterState) -> list[ServiceKey]:
@@ -656,7 +416,7 @@ class ExpositionRenderer:
         def rows() -> Iterator[tuple[ServiceKey, Row]]:
             for key, result in sorted(state.services.items()):
                 row = self._row(result, nodes)
-                fragments[key] = _Fragment(result, exported=row is not None)
+                fragments[key] = Fragment(result, exported=row is not None)
                 if row is not None:
                     yield key, row
 
@@ -695,7 +455,7 @@ class ExpositionRenderer:
                 row: Update | None = self._rerow(result, nodes, kept)
             else:
                 row = self._row(result, nodes)
-            fragments[key] = _Fragment(result, exported=row is not None)
+            fragments[key] = Fragment(result, exported=row is not None)
             if row is not None:
                 self._blocks.set(key, row)
             elif old is not None and old.exported:
@@ -721,102 +481,20 @@ class ExpositionRenderer:
         with self._gzip_lock:
             if self._segments is not None and self._segments[0] is body:
                 return self._segments[1]
-            cache = self._segment_cache
-            fresh: dict[int, tuple[bytes, bytes]] = {}
-            families: list[tuple[bytes, ...]] = []
-            for chunks in body.families:
-                segments: list[bytes] = []
-                for chunk in chunks:
-                    # The cache holds the chunk itself, so its id cannot be reused meanwhile.
-                    entry = cache.get(id(chunk))
-                    if entry is None or entry[0] is not chunk:
-                        entry = (chunk, _deflate(chunk))
-                        self.counts.deflated += 1
-                    fresh[id(chunk)] = entry
-                    segments.append(entry[1])
-                families.append(tuple(segments))
-            self._segment_cache = fresh
-            result = tuple(families)
-            self._segments = (body, result)
-            return result
+            segments, compressed = self._segment_cache.segments(body.families)
+            self.counts.deflated += compressed
+            self._segments = (body, segments)
+            return segments
 
     def _checksum(self, body: _Body, fmt: Format) -> tuple[int, int]:
-        """The CRC-32 and size of the body's bytes in a format: the one pass over all of
-        them that gzip needs (zlib's crc32 runs at gigabytes a second), once per state."""
+        """The CRC-32 and size of the body's bytes in a format, headers included: computed
+        once per state."""
         with self._gzip_lock:
             known = self._checksums.get(fmt)
             if known is not None and known[0] is body:
                 return known[1], known[2]
             crc, size = 0, 0
             for header, chunks in zip(self._headers[fmt], body.families, strict=True):
-                crc = zlib.crc32(header, crc)
-                size += len(header)
-                for chunk in chunks:
-                    crc = zlib.crc32(chunk, crc)
-                    size += len(chunk)
+                crc, size = checksum((header, *chunks), crc, size)
             self._checksums[fmt] = (body, crc, size)
             return crc, size
-
-
-class MetricsEndpoint:
-    """/metrics: the rendered hint families plus the exporter's own (small) registry.
-
-    The format and gzip are prometheus_client's choice (`negotiation.py`). Requests that
-    filter by `name[]`, or ask for a name escaping that rewrites legacy names, go to
-    prometheus_client's own WSGI app over the full registry (the hint collector included).
-    The response is a list of chunks, its Content-Length their sum: the server writes them
-    without joining.
-    """
-
-    def __init__(
-        self,
-        renderer: ExpositionRenderer,
-        own: CollectorRegistry,
-        full: CollectorRegistry,
-    ) -> None:
-        self._renderer = renderer
-        self._own = own
-        self._full_app = make_wsgi_app(full)
-
-    def chunks(
-        self, fmt: Format, encode_own: Callable[[CollectorRegistry], bytes], *, zipped: bool
-    ) -> list[bytes]:
-        """The hint families, then the exporter's own as `encode_own` writes them (last,
-        since an OpenMetrics encoder ends its output with `# EOF`); gzipped if zipped.
-
-        The families are brought up to date before the own counters are read, so a scrape
-        never shows counters older than the state it shows: an object the informer skipped
-        as invalid before a later change is counted in every scrape that shows that change.
-        """
-
-        def own() -> bytes:
-            return encode_own(self._own)
-
-        if zipped:
-            return self._renderer.render_gzip(fmt, own)
-        families = self._renderer.render(fmt)
-        return [*families, own()]
-
-    def expensive(self, environ: WSGIEnvironment) -> bool:
-        """Whether prometheus_client renders this request (the server queues those)."""
-        environ = honouring_quality(environ)
-        return self._filtered(environ, negotiate(environ))
-
-    @staticmethod
-    def _filtered(environ: WSGIEnvironment, negotiated: Negotiated) -> bool:
-        return "name[]" in parse_qs(environ.get("QUERY_STRING", "")) or not negotiated.keeps_names
-
-    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
-        environ = honouring_quality(environ)
-        negotiated = negotiate(environ)
-        if self._filtered(environ, negotiated):
-            filtered: Iterable[bytes] = self._full_app(environ, start_response)
-            return filtered
-        fmt = Format.OPENMETRICS if negotiated.openmetrics else Format.TEXT
-        chunks = self.chunks(fmt, negotiated.encoder, zipped=negotiated.gzip)
-        headers = [("Content-Type", negotiated.content_type)]
-        if negotiated.gzip:
-            headers.append(("Content-Encoding", "gzip"))
-        headers.append(("Content-Length", str(sum(map(len, chunks)))))
-        start_response("200 OK", headers)
-        return chunks

@@ -15,7 +15,7 @@ from typing import cast
 
 from prometheus_client.utils import floatToGoString
 
-from exporter.metrics.families import Family, Sample
+from exporter.metrics.family import Family, Sample
 
 _go_float = cast("Callable[[float], str]", floatToGoString)
 

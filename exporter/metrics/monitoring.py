@@ -1,7 +1,7 @@
 """What the alerts (`alerts/`), dashboards (`dashboards/`) and the mixin (`mixin/`) select and
 compare with.
 
-The generators take metric names from the family table (`families.py`), and the scrape
+The generators take metric names from the family table (`families/`), and the scrape
 job, the overload limit, the label sets and the kube-proxy mode and mechanism names from
 here, which in turn takes them from the engine: renaming a metric or a mode changes every
 generated rule and panel, and a name that no longer exists fails the generators at import.
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from exporter.engine import DATA_PLANES, OVERLOAD_LIMIT, Mechanism, ProxyMode, Routing
-from exporter.metrics.families import Scope
+from exporter.metrics.family import Scope
 from exporter.vocabulary import OPTIONAL_RESOURCES
 
 __all__ = [

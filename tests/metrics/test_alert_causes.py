@@ -21,6 +21,7 @@ import yaml
 
 from exporter.engine import DataPlane
 from exporter.metrics import families as f
+from exporter.metrics.family import PREFIX
 from exporter.metrics.monitoring import JOB
 from tests.conftest import CONFORMANCE_DIR, EXAMPLES_DIR, PROJECT_ROOT, require_binary
 from tests.metrics.conftest import ServeSnapshot
@@ -120,7 +121,7 @@ def input_series(exposition: str) -> list[dict[str, str]]:
         {"series": f'up{{job="{JOB}", instance="{INSTANCE}"}}', "values": f"1{HELD}"},
     ]
     for (name, labels), value in sorted(metrics.samples.items(), key=str):
-        if not name.startswith(f.PREFIX) or name.endswith("_created") or not math.isfinite(value):
+        if not name.startswith(PREFIX) or name.endswith("_created") or not math.isfinite(value):
             continue
         # Prometheus drops empty labels at ingestion.
         pairs = [f"{key}={_quoted(label)}" for key, label in sorted(labels) if label]

@@ -5,9 +5,8 @@ from __future__ import annotations
 from exporter.live.result import ExporterState
 from exporter.metrics import families
 from exporter.metrics.collector import HintsCollector
-from exporter.metrics.families import (
-    FAMILIES,
-    HINT_FAMILIES,
+from exporter.metrics.families import FAMILIES, HINT_FAMILIES
+from exporter.metrics.family import (
     PREFIX,
     Family,
     MetricType,

@@ -34,7 +34,8 @@ from exporter.live.store import ClusterStore
 from exporter.metrics.blocks import SortedBlocks
 from exporter.metrics.collector import ExportOptions, HintsCollector
 from exporter.metrics.exposition import ExpositionRenderer, Format
-from exporter.metrics.families import HINT_FAMILIES, PerService
+from exporter.metrics.families import HINT_FAMILIES
+from exporter.metrics.family import PerService
 from exporter.sources.snapshot import parse_snapshot
 from exporter.vocabulary import ControllerEvent
 from tests.metrics.conftest import ServeSnapshot

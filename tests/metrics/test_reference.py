@@ -13,7 +13,7 @@ from tests.scrape import base_url, http_get, scrape
 
 
 def test_docs_page_is_generated_from_the_declarations() -> None:
-    """docs/metrics.md is exactly what the generator writes from families.py."""
+    """docs/metrics.md is exactly what the generator writes from families/."""
     assert (PROJECT_ROOT / "docs" / "metrics.md").read_text() == markdown()
 
 

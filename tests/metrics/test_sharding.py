@@ -15,8 +15,8 @@ from exporter.metrics.families import (
     SUFFICIENT_NODE_INFO,
     ZONE_CPU_RATIO,
     ZONE_LOSS_SERVICES_LOSING_HINTS,
-    Scope,
 )
+from exporter.metrics.family import Scope
 from tests.conftest import EXAMPLES_DIR
 from tests.metrics.conftest import ServeSnapshot
 from tests.scrape import Scrape, SeriesKey, base_url, scrape
