@@ -35,6 +35,7 @@ from alerts.traffic import (
     traffic_groups,
 )
 from exporter.engine.problems import ENTRY_ALERT_PRECEDENCE, PROBLEMS
+from exporter.engine.routing import PROXIED_ADDRESS_TYPES
 from exporter.metrics import families as f
 from exporter.metrics.monitoring import (
     ENTRY_IDENTITY,
@@ -168,6 +169,14 @@ def entry_conditions(config: Config) -> dict[str, str]:
     cluster_mode = f'mode="{ProxyMode.CLUSTER}"'
     local_modes = f'mode=~"{ProxyMode.PREFER_SAME_ZONE}|{ProxyMode.PREFER_SAME_NODE}"'
     traffic_distribution = f'mechanism="{Mechanism.TRAFFIC_DISTRIBUTION}"'
+    # No data plane reads the hints of a headless or ExternalName Service, or of an address
+    # type other than IPv4/IPv6: their state is no problem (docs/problems.md).
+    routed = 'address_type=~"' + "|".join(sorted(PROXIED_ADDRESS_TYPES)) + '"'
+    not_proxied = 'proxied="false"'
+    unproxied = (
+        f"\n  unless on {labels(c, *SERVICE_IDENTITY)}\n"
+        f"  {f.SERVICE_INFO.name}{hints_selector(c, not_proxied)}"
+    )
     return {
         "TopologyHintsFailClosed": (
             f"{f.SERVICE_ROUTING_NODES.name}{hints_selector(c, no_endpoints)} > 0\n"
@@ -175,12 +184,14 @@ def entry_conditions(config: Config) -> dict[str, str]:
         ),
         "TopologyHintsLocalPolicyDropped": dropped,
         "TopologyHintsDisabled": (
-            f"{f.SERVICE_DISABLED_REASON.name}{hints_selector(c)} == 1\n"
+            f"{f.SERVICE_DISABLED_REASON.name}{hints_selector(c, routed)} == 1\n"
             f"  and on {S}\n"
-            f"  {f.SERVICE_EXPECTED_ENABLED.name}{hints_selector(c)} == 0"
+            f"  {f.SERVICE_EXPECTED_ENABLED.name}{hints_selector(c)} == 0{unproxied}"
         ),
-        "TopologyHintsIncomplete": f"{f.SERVICE_HINT_COMPLETENESS.name}{hints_selector(c)} > 0 < 1",
-        "TopologyHintsDrift": f"{f.SERVICE_DRIFT.name}{hints_selector(c)} == 1",
+        "TopologyHintsIncomplete": (
+            f"{f.SERVICE_HINT_COMPLETENESS.name}{hints_selector(c, routed)} > 0 < 1{unproxied}"
+        ),
+        "TopologyHintsDrift": f"{f.SERVICE_DRIFT.name}{hints_selector(c, routed)} == 1{unproxied}",
         "TopologyHintsIgnored": (
             f"{f.SERVICE_LOCAL_ROUTING_RATIO.name}{hints_selector(c)} == 0\n"
             f"  and on {S}\n"

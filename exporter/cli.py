@@ -70,7 +70,7 @@ def _byte_count(text: str) -> int:
     except ValueError:
         value = None
     if value is None or value < 1 or value.denominator != 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size in bytes, e.g. 512Mi")
+        raise CommandError(f"{text!r} is not a size in bytes, e.g. 512Mi")
     return int(value)
 
 
@@ -129,8 +129,7 @@ def _add_scope_arguments(explain: argparse.ArgumentParser) -> None:
     explain.add_argument(
         "--fail-on",
         metavar="ID[,ID]",
-        type=parse_fail_on,
-        default=ALL_PROBLEMS,
+        default="any",
         help="problems that make the exit status 1 (default: any; 'none' never fails): "
         + ", ".join(PROBLEM_ORDER),
     )
@@ -146,7 +145,7 @@ def parse_fail_on(value: str) -> frozenset[ProblemId]:
     known = {str(problem): problem for problem in ProblemId}
     unknown = [problem for problem in ids if problem not in known]
     if unknown or not ids:
-        raise argparse.ArgumentTypeError(
+        raise CommandError(
             f"unknown problem {', '.join(map(repr, unknown)) or repr(value)} "
             f"(choose from any, none, {', '.join(PROBLEM_ORDER)})"
         )
@@ -670,6 +669,7 @@ def _run_explain(args: argparse.Namespace) -> int:
     from exporter.report.explain import ExplainOptions, explain_text  # noqa: PLC0415
 
     dataplanes = parse_dataplanes(args.dataplane)
+    fail_on = parse_fail_on(args.fail_on)
     namespace, name = _scope(args)
     snapshot, missing, where, profile = _read_input(args)
     result = evaluate_snapshot(snapshot, dataplanes, profile)
@@ -683,13 +683,13 @@ def _run_explain(args: argparse.Namespace) -> int:
         # Text output carries the warnings itself; JSON must stay JSON.
         for warning in missing_warnings(missing):
             _warn(warning)
-    status = exit_status(verdicts, missing, args.fail_on)
+    status = exit_status(verdicts, missing, fail_on)
     nodes_known = NODES not in missing
     if args.summary or args.output == "wide":
         if args.output == "json":
             _print_json(
                 summary_document(
-                    verdicts, missing, only_problems=args.problems, fail_on=args.fail_on
+                    verdicts, missing, only_problems=args.problems, fail_on=fail_on
                 )
             )
         else:

@@ -106,6 +106,7 @@ def test_default_export_selection(serve_snapshot: ServeSnapshot) -> None:
             "mechanism": "none",
             "traffic_distribution": "PreferNearby",
             "internal_traffic_policy": "Cluster",
+            "proxied": "true",
         }
     ]
     # mechanism none: no expected_enabled series at all.
@@ -132,6 +133,7 @@ def test_all_services_flag_exports_plain_services(serve_snapshot: ServeSnapshot)
             "mechanism": "none",
             "traffic_distribution": "",
             "internal_traffic_policy": "Cluster",
+            "proxied": "true",
         }
     ]
 

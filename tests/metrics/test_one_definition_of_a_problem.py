@@ -209,12 +209,13 @@ def test_every_surface_reads_the_same_problems(
 
 
 def test_fail_on_narrows_the_gate() -> None:
-    """partial-hints-ignored has exactly one problem: failing on another passes."""
+    """partial-hints-ignored has partial hints and drift: failing on others passes."""
     snapshot = str(EXAMPLES_DIR / "partial-hints-ignored.json")
     base = ("explain", "-A", "--summary", "--snapshot", snapshot)
     assert run_cli(*base).returncode == 1
     assert run_cli(*base, "--fail-on", "partial-hints").returncode == 1
-    assert run_cli(*base, "--fail-on", "fails-closed,drift").returncode == 0
+    assert run_cli(*base, "--fail-on", "drift").returncode == 1
+    assert run_cli(*base, "--fail-on", "fails-closed,hints-off").returncode == 0
     wrong = run_cli(*base, "--fail-on", "partial")
     assert wrong.returncode == 2
     assert wrong.stderr.count("\n") == 1

@@ -29,7 +29,12 @@ def _service_info(result: ServiceResult) -> Iterator[Sample]:
     service = result.service
     mechanism = str(result.verdicts[0].mechanism)
     yield (
-        (mechanism, service.traffic_distribution or "", service.internal_traffic_policy or ""),
+        (
+            mechanism,
+            service.traffic_distribution or "",
+            service.internal_traffic_policy or "",
+            "true" if service.proxied else "false",
+        ),
         1.0,
     )
 
@@ -38,17 +43,19 @@ SERVICE_INFO = _declare(
     "service_info",
     GAUGE,
     Scope.SERVICE,
-    "1 per exported Service, with its hint mechanism and the raw trafficDistribution and "
-    "internalTrafficPolicy fields (empty when unset).",
+    "1 per exported Service, with its hint mechanism, the raw trafficDistribution and "
+    "internalTrafficPolicy fields (empty when unset), and whether a data plane proxies it "
+    "(false for headless and ExternalName Services, whose hints no data plane reads).",
     each_service(
         _service_info,
         inputs=lambda result: (
             result.verdicts[0].mechanism,
             result.service.traffic_distribution,
             result.service.internal_traffic_policy,
+            result.service.proxied,
         ),
     ),
-    labels=("mechanism", "traffic_distribution", "internal_traffic_policy"),
+    labels=("mechanism", "traffic_distribution", "internal_traffic_policy", "proxied"),
 )
 SERVICE_CONFIG_ISSUE = _declare(
     "service_config_issue",
