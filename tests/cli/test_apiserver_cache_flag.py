@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from exporter.cli import _serve_options, build_parser
+from exporter.cli import build_parser
+from exporter.cli.serve import serve_options
 
 
 @pytest.mark.parametrize(
@@ -20,7 +21,7 @@ from exporter.cli import _serve_options, build_parser
 )
 def test_the_flag_reaches_the_informers(flags: list[str], cached: bool) -> None:  # noqa: FBT001
     args = build_parser().parse_args(["serve", "--kubeconfig", "k", *flags])
-    assert _serve_options(args).informer.use_apiserver_cache is cached
+    assert serve_options(args).informer.use_apiserver_cache is cached
 
 
 def test_a_value_that_is_not_a_boolean_exits_2(capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from exporter.cli import build_parser, parse_dataplanes
+from exporter.cli import build_parser
+from exporter.cli.arguments import parse_dataplanes
 from exporter.engine import DataPlane
 from exporter.live.serve import ServeOptions
 from tests.conftest import CONFORMANCE_DIR, EXAMPLES_DIR
@@ -113,12 +114,12 @@ def test_every_data_plane_runs_on_the_examples(example: object) -> None:
 
 def test_serve_options_carry_the_data_planes() -> None:
     """serve parses --dataplane (repeatable, comma-separated, each once) into its options."""
-    from exporter.cli import _serve_options  # noqa: PLC0415
+    from exporter.cli.serve import serve_options  # noqa: PLC0415
 
     args = build_parser().parse_args(
         ["serve", "--dataplane", "cilium,kube-proxy", "--dataplane", "cilium"]
     )
-    options = _serve_options(args)
+    options = serve_options(args)
     assert options.dataplanes == (DataPlane.CILIUM, DataPlane.KUBE_PROXY)
     assert ServeOptions().dataplanes == (DataPlane.KUBE_PROXY,)
     assert parse_dataplanes(None) == (DataPlane.KUBE_PROXY,)

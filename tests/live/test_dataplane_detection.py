@@ -119,10 +119,11 @@ def test_serve_dataplane_auto_turns_on_detection(
     flags: list[str], fallback: tuple[DataPlane, ...]
 ) -> None:
     """`--dataplane auto` detects; the other ids (else kube-proxy) are the fallback."""
-    from exporter.cli import _serve_options, build_parser  # noqa: PLC0415
+    from exporter.cli import build_parser  # noqa: PLC0415
+    from exporter.cli.serve import serve_options  # noqa: PLC0415
 
-    options = _serve_options(build_parser().parse_args(["serve", *flags]))
+    options = serve_options(build_parser().parse_args(["serve", *flags]))
     assert options.detect_dataplanes
     assert options.dataplanes == fallback
-    plain = _serve_options(build_parser().parse_args(["serve", "--dataplane", "istio"]))
+    plain = serve_options(build_parser().parse_args(["serve", "--dataplane", "istio"]))
     assert not plain.detect_dataplanes

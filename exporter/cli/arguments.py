@@ -1,0 +1,198 @@
+"""What the commands share: their names, bad-input error, and the arguments and flags
+more than one command reads (input, scope, data planes, Kubernetes profile, the gate)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from exporter.engine import DEFAULT_DATAPLANES, DataPlane
+from exporter.engine.problems import PROBLEM_ORDER, ProblemId
+from exporter.engine.profile import (
+    Gate,
+    Profile,
+    ProfileError,
+    ProfileFlags,
+    parse_gates,
+    parse_minor,
+)
+from exporter.report.overview import (
+    ALL_PROBLEMS,
+)
+from exporter.sources.quantity import parse_quantity
+from exporter.sources.snapshot_input import DEFAULT_MAX_INPUT_BYTES
+
+PROG = "topology-hints-exporter"
+# The console script kubectl finds as the plugin `kubectl topology-hints`.
+KUBECTL_PLUGIN = "kubectl-topology_hints"
+EXIT_USAGE = 2
+
+
+class CommandError(Exception):
+    """A failure to report as one line on stderr with exit code 2."""
+
+
+def byte_count(text: str) -> int:
+    try:
+        value = parse_quantity(text)
+    except ValueError:
+        value = None
+    if value is None or value < 1 or value.denominator != 1:
+        raise CommandError(f"{text!r} is not a size in bytes, e.g. 512Mi")
+    return int(value)
+
+
+def add_snapshot_argument(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, required: bool
+) -> None:
+    parser.add_argument(
+        "--snapshot",
+        metavar="FILE",
+        required=required,
+        help="a Kubernetes List of Nodes, Services and EndpointSlices (JSON or YAML); - for stdin",
+    )
+    parser.add_argument(
+        "--max-input-bytes",
+        metavar="SIZE",
+        type=byte_count,
+        default=DEFAULT_MAX_INPUT_BYTES,
+        help="refuse a larger snapshot (default 1Gi; a quantity such as 512Mi or a number)",
+    )
+
+
+def add_input_arguments(parser: argparse.ArgumentParser) -> None:
+    """A snapshot file, or the cluster itself (read once, like kubectl get)."""
+    source = parser.add_argument_group(
+        "input (default: the cluster of the current kubeconfig context, or in-cluster config)"
+    )
+    add_snapshot_argument(source, required=False)
+    source.add_argument(
+        "--kubeconfig", metavar="PATH", help="read the cluster of this kubeconfig file"
+    )
+    source.add_argument("--context", metavar="NAME", help="kubeconfig context to use")
+
+
+def add_scope_arguments(explain: argparse.ArgumentParser) -> None:
+    explain.add_argument(
+        "service",
+        nargs="?",
+        metavar="[NAMESPACE/]NAME",
+        help="only this Service (NAME: in the namespace of -n, default 'default')",
+    )
+    explain.add_argument("-n", "--namespace", metavar="NAMESPACE", help="only this namespace")
+    explain.add_argument(
+        "-A",
+        "--all-namespaces",
+        action="store_true",
+        help="every namespace (the default without -n; overrides -n, as in kubectl)",
+    )
+    explain.add_argument(
+        "--summary", action="store_true", help="one line per Service, problems first, and counts"
+    )
+    explain.add_argument(
+        "--problems",
+        action="store_true",
+        help="only the entries with a problem: " + ", ".join(PROBLEM_ORDER),
+    )
+    explain.add_argument(
+        "--fail-on",
+        metavar="ID[,ID]",
+        default="any",
+        help="problems that make the exit status 1 (default: any; 'none' never fails): "
+        + ", ".join(PROBLEM_ORDER),
+    )
+
+
+def parse_fail_on(value: str) -> frozenset[ProblemId]:
+    """`--fail-on`: comma-separated problem ids, `any` (every one) or `none`."""
+    ids = [part.strip() for part in value.split(",") if part.strip()]
+    if ids == ["any"]:
+        return ALL_PROBLEMS
+    if ids == ["none"]:
+        return frozenset()
+    known = {str(problem): problem for problem in ProblemId}
+    unknown = [problem for problem in ids if problem not in known]
+    if unknown or not ids:
+        raise CommandError(
+            f"unknown problem {', '.join(map(repr, unknown)) or repr(value)} "
+            f"(choose from any, none, {', '.join(PROBLEM_ORDER)})"
+        )
+    return frozenset(known[problem] for problem in ids)
+
+
+def add_dataplane_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    parser.add_argument(
+        "--dataplane",
+        action="append",
+        metavar="ID[,ID]",
+        help="data planes whose routing to compute (behaviour §10; default kube-proxy): "
+        + ", ".join(DataPlane)
+        + "; serve also takes auto (detect from kube-system, docs/dataplanes.md)",
+    )
+
+
+def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
+    """behaviour §12: the Kubernetes versions and gates to evaluate under."""
+    profile = parser.add_argument_group(
+        "Kubernetes profile (default: the API server's /version when reading a cluster, "
+        "else the newest semantics)"
+    )
+    profile.add_argument(
+        "--kubernetes-version",
+        metavar="1.MINOR",
+        help="the control plane's version, e.g. 1.33 (older than 1.29 is evaluated as 1.29)",
+    )
+    profile.add_argument(
+        "--kube-proxy-version",
+        metavar="1.MINOR",
+        help="kube-proxy's version when it lags the control plane (default: the control "
+        "plane's, or the kube-proxy DaemonSet's image tag with serve --dataplane auto)",
+    )
+    profile.add_argument(
+        "--feature-gates",
+        action="append",
+        metavar="NAME=BOOL[,...]",
+        help="override both components' gate defaults, as their own flag does: "
+        + ", ".join(f"{gate}=true|false" for gate in Gate),
+    )
+
+
+def parse_profile_flags(args: argparse.Namespace) -> ProfileFlags:
+    """The profile flags, checked as far as they go alone; CommandError on a bad one."""
+    try:
+        flags = ProfileFlags(
+            kubernetes_minor=(
+                parse_minor(args.kubernetes_version) if args.kubernetes_version else None
+            ),
+            kube_proxy_minor=(
+                parse_minor(args.kube_proxy_version, "--kube-proxy-version")
+                if args.kube_proxy_version
+                else None
+            ),
+            gates=parse_gates(",".join(args.feature_gates or ())),
+        )
+        # A gate locked by the flags' own versions is refused now, before reading anything.
+        flags.profile()
+    except ProfileError as error:
+        raise CommandError(str(error)) from None
+    return flags
+
+
+def profile_of(flags: ProfileFlags, server_minor: int | None) -> Profile:
+    try:
+        return flags.profile(server_minor)
+    except ProfileError as error:
+        raise CommandError(str(error)) from None
+
+
+def parse_dataplanes(values: Sequence[str] | None) -> tuple[DataPlane, ...]:
+    """The --dataplane ids in the order given, each once; CommandError names the valid ones."""
+    ids = [value for group in values or () for value in group.split(",") if value]
+    if not ids:
+        return DEFAULT_DATAPLANES
+    unknown = [value for value in ids if value not in DataPlane.__members__.values()]
+    if unknown:
+        raise CommandError(
+            f"unknown --dataplane {unknown[0]!r}: valid ids are {', '.join(DataPlane)}"
+        )
+    return tuple(dict.fromkeys(DataPlane(value) for value in ids))
