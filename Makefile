@@ -52,6 +52,7 @@ generate: $(STAMP)
 	$(BIN)/python -m mixin.generate
 	$(BIN)/python examples/generate.py
 	$(BIN)/python -m exporter.metrics.reference > docs/metrics.md
+	$(BIN)/python -m exporter.report.problems > docs/problems.md
 	# The Helm chart reads only files inside its folder: it gets copies (tests/test_helm.py).
 	rm -f $(CHART)/files/rules/*.yaml $(CHART)/files/dashboards/*.json
 	cp alerts/*.yaml $(CHART)/files/rules/

@@ -34,6 +34,7 @@ from alerts.traffic import (
     attributed_bytes,
     traffic_groups,
 )
+from exporter.engine.problems import ENTRY_ALERT_PRECEDENCE, PROBLEMS
 from exporter.metrics import families as f
 from exporter.metrics.monitoring import (
     ENTRY_IDENTITY,
@@ -140,18 +141,14 @@ def aggregate(config: Config, operator: str, *names: str) -> str:
 
 
 # One cause, one alert: a (Service, address type) fires only the first of these alerts whose
-# condition holds, so a consequence never pages beside its cause (docs/runbooks.md).
-ENTRY_PRECEDENCE = (
-    "TopologyHintsFailClosed",  # clients refused: an outage, whatever caused it
-    # internalTrafficPolicy Local drops some nodes' traffic: hints do not apply to it there
-    "TopologyHintsLocalPolicyDropped",
-    "TopologyHintsDisabled",  # the controller refuses hints; stale ones are its symptom
-    "TopologyHintsIncomplete",  # partial hints: every data plane of section 5's kind ignores them
-    "TopologyHintsDrift",  # the controller does not apply the expected hints
-    "TopologyHintsIgnored",  # hints right, a data plane does not follow them
-    "TopologyHintsZoneFallback",  # one zone lacks a hinted endpoint
-    "TopologyHintsZoneOverloaded",  # hints followed, traffic uneven
-)
+# condition holds, so a consequence never pages beside its cause (docs/runbooks.md). The
+# order is the problem table's (exporter.engine.problems), where each problem names its alert.
+ENTRY_PRECEDENCE = ENTRY_ALERT_PRECEDENCE
+
+
+def problem_severity(alert_name: str) -> str:
+    """The severity of the problem this alert covers, from the problem table."""
+    return next(str(p.severity) for p in PROBLEMS.values() if p.alert == alert_name)
 
 
 def entry_conditions(config: Config) -> dict[str, str]:
@@ -306,7 +303,7 @@ def service_rules(config: Config) -> list[dict[str, Any]]:
             c,
             "TopologyHintsDisabled",
             entry_alert_expr(c, "TopologyHintsDisabled", "reason"),
-            "warning",
+            problem_severity("TopologyHintsDisabled"),
             "Topology-aware hints are disabled for a Service that asks for them.",
             f"Service {SERVICE_TEXT} sets topology-mode Auto, but the EndpointSlice controller "
             "refuses to write topology hints for it: {{ $labels.reason }}. "
@@ -316,7 +313,7 @@ def service_rules(config: Config) -> list[dict[str, Any]]:
             c,
             "TopologyHintsIncomplete",
             entry_alert_expr(c, "TopologyHintsIncomplete"),
-            "warning",
+            problem_severity("TopologyHintsIncomplete"),
             "Some ready endpoints of a Service lack a zone hint, so kube-proxy ignores all hints.",
             "{{ $value | humanizePercentage }} of the ready endpoints of Service "
             f"{SERVICE_TEXT} carry a zone hint. kube-proxy uses hints only when every ready "
@@ -326,7 +323,7 @@ def service_rules(config: Config) -> list[dict[str, Any]]:
             c,
             "TopologyHintsDrift",
             entry_alert_expr(c, "TopologyHintsDrift", "kind"),
-            "warning",
+            problem_severity("TopologyHintsDrift"),
             "The hints in a Service's EndpointSlices differ from the expected result.",
             f"Service {SERVICE_TEXT} has drift of kind {{{{ $labels.kind }}}} for more than "
             f"{c.for_durations['TopologyHintsDrift']}: longer than normal controller lag, so "
@@ -405,7 +402,7 @@ def kube_proxy_rules(config: Config) -> list[dict[str, Any]]:
             c,
             "TopologyHintsZoneFallback",
             entry_alert_expr(c, "TopologyHintsZoneFallback", "zone"),
-            "warning",
+            problem_severity("TopologyHintsZoneFallback"),
             "In one zone kube-proxy routes a Service across all zones; other zones stay local.",
             "{{ if $labels.zone }}In zone {{ $labels.zone }}{{ else }}On nodes without a zone "
             "label{{ end }}, kube-proxy runs Service "
@@ -417,7 +414,7 @@ def kube_proxy_rules(config: Config) -> list[dict[str, Any]]:
             c,
             "TopologyHintsZoneOverloaded",
             entry_alert_expr(c, "TopologyHintsZoneOverloaded", "zone"),
-            "warning",
+            problem_severity("TopologyHintsZoneOverloaded"),
             "Endpoints of one zone receive more than their fair share of a Service's traffic.",
             f"Service {SERVICE_TEXT} uses trafficDistribution, which has no overload guard: "
             'each endpoint hinted for zone {{ $labels.zone }} gets {{ $value | printf "%.2f" }} '
@@ -434,7 +431,7 @@ def routing_rules(config: Config) -> list[dict[str, Any]]:
             c,
             "TopologyHintsIgnored",
             entry_alert_expr(c, "TopologyHintsIgnored", "dataplane"),
-            "warning",
+            problem_severity("TopologyHintsIgnored"),
             "A data plane ignores a Service's topology hints: its traffic leaves the zone "
             "on every node.",
             f"The EndpointSlice controller hints every ready endpoint of Service {SERVICE_TEXT}, "
@@ -446,7 +443,7 @@ def routing_rules(config: Config) -> list[dict[str, Any]]:
             c,
             "TopologyHintsFailClosed",
             entry_alert_expr(c, "TopologyHintsFailClosed", "dataplane", "zone"),
-            "critical",
+            problem_severity("TopologyHintsFailClosed"),
             "A data plane gives some clients of a Service no endpoint although ready ones exist.",
             "{{ $value }} Ready node(s) {{ if $labels.zone }}in zone {{ $labels.zone }}"
             "{{ else }}without a zone label{{ end }} get no endpoint of Service "
@@ -458,7 +455,7 @@ def routing_rules(config: Config) -> list[dict[str, Any]]:
             c,
             "TopologyHintsLocalPolicyDropped",
             entry_alert_expr(c, "TopologyHintsLocalPolicyDropped", "dataplane", "zone"),
-            "warning",
+            problem_severity("TopologyHintsLocalPolicyDropped"),
             "internalTrafficPolicy: Local drops a Service's in-cluster traffic on nodes "
             "without a local endpoint.",
             "{{ $value }} Ready node(s) {{ if $labels.zone }}in zone {{ $labels.zone }}"
@@ -481,7 +478,7 @@ def configuration_rules(config: Config) -> list[dict[str, Any]]:
   {f.SERVICE_CONFIG_ISSUE.name}{hints_selector(c)} == 1
 )
 """,
-            "info",
+            problem_severity("TopologyHintsConfigIssue"),
             "A Service's topology-aware routing settings conflict or are ignored.",
             "Service {{ $labels.namespace }}/{{ $labels.service }} has the topology "
             "configuration issue {{ $labels.issue }}.",

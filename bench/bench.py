@@ -24,7 +24,6 @@ import multiprocessing
 import os
 import re
 import shutil
-import socket
 import socketserver
 import statistics
 import subprocess
@@ -64,6 +63,7 @@ from exporter.live.store import ClusterStore  # noqa: E402
 from exporter.runtime import tune_garbage_collector  # noqa: E402
 from exporter.sources.decode import decode_endpoint_slice, decode_node, decode_service  # noqa: E402
 from tests.kubeapi import FakeKubeAPI  # noqa: E402
+from tests.processes import ServedExporter, free_port, serving  # noqa: E402
 
 # What `serve` lists at startup, with its page size (exporter/sources/listing.py).
 LIST_PATHS = (
@@ -265,13 +265,6 @@ class CpuMeter:
         )
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
-
-
 def get(url: str, *, gzip: bool = False) -> bytes:
     """One GET on a new connection (as each scrape of this client is), the whole body
     (with `gzip`, asked for gzip and returned as sent, not decoded)."""
@@ -287,30 +280,15 @@ def timed_get(url: str, *, gzip: bool = False) -> tuple[float, bytes]:
     return time.perf_counter() - started, body
 
 
-def wait_ready(url: str, process: subprocess.Popen[bytes], timeout: float = 900) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"{process.args!r} exited with {process.returncode}")
-        with contextlib.suppress(OSError):
-            get(url + "/readyz")
-            return
-        time.sleep(0.005)
-    raise TimeoutError(f"{url} not ready in {timeout} s")
-
-
 @contextlib.contextmanager
-def running(command: list[str]) -> Iterator[subprocess.Popen[bytes]]:
-    process = subprocess.Popen(command, cwd=ROOT)
-    try:
-        yield process
-    finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+def serving_exporter(*arguments: str) -> Iterator[ServedExporter]:
+    """`serve *arguments` on a free loopback port, its /readyz polled every 5 ms (the sync's
+    wall time is measured to it); stopped and reaped after."""
+    with serving(
+        *arguments, "--log-level", "warning", command=exporter_command(), timeout=900,
+        interval=0.005,
+    ) as exporter:  # fmt: skip
+        yield exporter
 
 
 def exporter_command(*arguments: str) -> list[str]:
@@ -851,17 +829,12 @@ def measure_scrapes(session: ScaleSession, url: str, meter: CpuMeter, run: Run) 
 def measure_live(session: ScaleSession, run: Run) -> None:
     """Sync, scrapes, changes and memory of one `serve` process."""
     api = session.api
-    address = f"127.0.0.1:{free_port()}"
-    url = f"http://{address}"
     config = session.api.kubeconfig(session.directory)
     api_cpu = cpu_seconds(api.pid)
-    started = time.perf_counter()
-    command = exporter_command(
-        "serve", "--kubeconfig", str(config), "--listen-address", address, "--log-level", "warning"
-    )
     session.progress("serve: sync and scrapes")
-    with running(command) as process:
-        wait_ready(url, process)
+    started = time.perf_counter()
+    with serving_exporter("--kubeconfig", str(config)) as exporter:
+        process, url = exporter.process, exporter.url
         run.values["sync_wall"] = time.perf_counter() - started
         run.values["sync_cpu"] = cpu_seconds(process.pid)
         run.cpu["sync_cpu"] = (run.values["sync_cpu"], cpu_seconds(api.pid) - api_cpu)
@@ -911,13 +884,8 @@ def peak_rss_of_evaluate(snapshot: Path) -> tuple[float, float]:
 
 def peak_rss_of_serve_snapshot(snapshot: Path) -> tuple[float, float]:
     """(peak RSS MiB, CPU s) of `serve --snapshot` when ready."""
-    address = f"127.0.0.1:{free_port()}"
-    command = exporter_command(
-        "serve", "--snapshot", str(snapshot), "--listen-address", address, "--log-level", "warning"
-    )
-    with running(command) as process:
-        wait_ready(f"http://{address}", process)
-        return memory_mib(process.pid)[1], cpu_seconds(process.pid)
+    with serving_exporter("--snapshot", str(snapshot)) as exporter:
+        return memory_mib(exporter.process.pid)[1], cpu_seconds(exporter.process.pid)
 
 
 def one_run(session: ScaleSession) -> Run:

@@ -63,9 +63,7 @@ def build(size: ClusterSize) -> Cluster:
     document = {"apiVersion": "v1", "kind": "List", "items": list(cluster_objects(size))}
     snapshot = parse_snapshot("bench", orjson.dumps(document))
     store = ClusterStore()
-    store.replace_nodes(snapshot.nodes)
-    store.replace_services(snapshot.services)
-    store.replace_endpoint_slices(snapshot.endpoint_slices)
+    snapshot.write_to(store)
     evaluator = Evaluator(store, clock=time.time)
     evaluator.step()
     return Cluster(store, evaluator, list(snapshot.endpoint_slices), list(snapshot.nodes))

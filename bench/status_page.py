@@ -25,7 +25,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 from cluster import ClusterSize, cluster_objects  # noqa: E402
 
 from exporter.http.server import MetricsServer  # noqa: E402
-from exporter.live.evaluator import Evaluator, ExporterState  # noqa: E402
+from exporter.live.evaluator import Evaluator  # noqa: E402
+from exporter.live.result import ExporterState  # noqa: E402
 from exporter.live.store import ClusterStore  # noqa: E402
 from exporter.runtime import tune_garbage_collector  # noqa: E402
 from exporter.sources.snapshot import parse_snapshot  # noqa: E402

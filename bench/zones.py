@@ -16,19 +16,21 @@ Usage: python bench/zones.py ZONES > zones.json
 
 from __future__ import annotations
 
-import contextlib
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script: bench/ is on the path, the project is not
+    sys.path.insert(0, str(ROOT))
+
+from tests.processes import serving  # noqa: E402
 
 Obj = dict[str, Any]
 MANAGED_BY = "endpointslice-controller.k8s.io"
@@ -133,13 +135,6 @@ def zone_snapshot(zones: int) -> bytes:
     return orjson.dumps({"apiVersion": "v1", "kind": "List", "items": items})
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
-
-
 def _rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -149,23 +144,12 @@ def _rss_mib(pid: int) -> float:
 
 def serve_ready(snapshot: Path) -> tuple[float, float]:
     """(seconds from start to /readyz answering 200, RSS MiB then) of `serve --snapshot`."""
-    address = f"127.0.0.1:{_free_port()}"
-    command = [sys.executable, "-m", "exporter", "serve", "--snapshot", str(snapshot),
-               "--listen-address", address, "--log-level", "error"]  # fmt: skip
     started = time.monotonic()
-    process = subprocess.Popen(command)
-    try:
-        while process.poll() is None:
-            with contextlib.suppress(OSError):
-                url = f"http://{address}/readyz"
-                with urllib.request.urlopen(url, timeout=600) as response:
-                    response.read()
-                    return time.monotonic() - started, _rss_mib(process.pid)
-            time.sleep(0.01)
-        raise RuntimeError(f"serve exited with {process.returncode}")
-    finally:
-        process.terminate()
-        process.wait(30)
+    with serving(
+        "--snapshot", str(snapshot), "--log-level", "error",
+        command=[sys.executable, "-m", "exporter"], timeout=600, interval=0.01,
+    ) as exporter:  # fmt: skip
+        return time.monotonic() - started, _rss_mib(exporter.process.pid)
 
 
 def measure(counts: list[int], repeat: int = 3) -> None:

@@ -15,6 +15,7 @@ import msgspec
 
 from exporter import __version__
 from exporter.engine import DEFAULT_DATAPLANES, DataPlane
+from exporter.engine.problems import PROBLEM_ORDER, ProblemId
 from exporter.engine.profile import (
     Gate,
     Profile,
@@ -23,9 +24,11 @@ from exporter.engine.profile import (
     parse_gates,
     parse_minor,
 )
-from exporter.engine.whatif import MAX_SCENARIO_COUNT
+from exporter.engine.whatif.scenario import MAX_SCENARIO_COUNT
+from exporter.live.oneshot import evaluate_snapshot
 from exporter.report.document import formatted_evaluation_document, service_document
 from exporter.report.overview import (
+    ALL_PROBLEMS,
     NODES,
     SERVICES,
     exit_status,
@@ -39,17 +42,12 @@ from exporter.report.overview import (
 )
 from exporter.runtime import tune_garbage_collector
 from exporter.sources.quantity import parse_quantity
-from exporter.sources.snapshot import (
-    DEFAULT_MAX_INPUT_BYTES,
-    Snapshot,
-    SnapshotError,
-    load_snapshot,
-)
+from exporter.sources.snapshot import Snapshot, load_snapshot
+from exporter.sources.snapshot_input import DEFAULT_MAX_INPUT_BYTES, SnapshotError
 from exporter.terminal import json_printable, printable
 
 if TYPE_CHECKING:
-    from exporter.engine import Evaluation
-    from exporter.engine.whatif import ScenarioStep
+    from exporter.engine.whatif.scenario import ScenarioStep
     from exporter.live.serve import ServeOptions
 
 # `serve` and its sources (the `kubernetes` client, prometheus_client) are imported by the
@@ -126,9 +124,33 @@ def _add_scope_arguments(explain: argparse.ArgumentParser) -> None:
     explain.add_argument(
         "--problems",
         action="store_true",
-        help="only Services whose hints are off, partial, fail closed, ineffective, drifting or "
-        "misconfigured",
+        help="only the entries with a problem: " + ", ".join(PROBLEM_ORDER),
     )
+    explain.add_argument(
+        "--fail-on",
+        metavar="ID[,ID]",
+        type=parse_fail_on,
+        default=ALL_PROBLEMS,
+        help="problems that make the exit status 1 (default: any; 'none' never fails): "
+        + ", ".join(PROBLEM_ORDER),
+    )
+
+
+def parse_fail_on(value: str) -> frozenset[ProblemId]:
+    """`--fail-on`: comma-separated problem ids, `any` (every one) or `none`."""
+    ids = [part.strip() for part in value.split(",") if part.strip()]
+    if ids == ["any"]:
+        return ALL_PROBLEMS
+    if ids == ["none"]:
+        return frozenset()
+    known = {str(problem): problem for problem in ProblemId}
+    unknown = [problem for problem in ids if problem not in known]
+    if unknown or not ids:
+        raise argparse.ArgumentTypeError(
+            f"unknown problem {', '.join(map(repr, unknown)) or repr(value)} "
+            f"(choose from any, none, {', '.join(PROBLEM_ORDER)})"
+        )
+    return frozenset(known[problem] for problem in ids)
 
 
 def _add_dataplane_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
@@ -593,9 +615,10 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         _warn(warning)
     for note in profile.notes():
         _warn(note)
-    evaluation = snapshot.evaluate(dataplanes, profile)
+    result = evaluate_snapshot(snapshot, dataplanes, profile)
     # Written piece by piece: the whole document would be the command's peak memory.
-    sys.stdout.buffer.writelines(map(json_printable, formatted_evaluation_document(evaluation)))
+    document = formatted_evaluation_document(result, nodes_known=NODES not in missing)
+    sys.stdout.buffer.writelines(map(json_printable, document))
     sys.stdout.buffer.write(b"\n")
     sys.stdout.flush()
     return 0
@@ -649,9 +672,9 @@ def _run_explain(args: argparse.Namespace) -> int:
     dataplanes = parse_dataplanes(args.dataplane)
     namespace, name = _scope(args)
     snapshot, missing, where, profile = _read_input(args)
-    evaluation = snapshot.evaluate(dataplanes, profile)
+    result = evaluate_snapshot(snapshot, dataplanes, profile)
     try:
-        verdicts = select(evaluation, namespace, name)
+        verdicts = select(result, namespace, name)
     except LookupError as error:
         raise CommandError(f"{error.args[0]} in {where}") from None
     if namespace is not None and not verdicts and SERVICES not in missing:
@@ -660,11 +683,15 @@ def _run_explain(args: argparse.Namespace) -> int:
         # Text output carries the warnings itself; JSON must stay JSON.
         for warning in missing_warnings(missing):
             _warn(warning)
-    status = exit_status(verdicts, missing)
+    status = exit_status(verdicts, missing, args.fail_on)
     nodes_known = NODES not in missing
     if args.summary or args.output == "wide":
         if args.output == "json":
-            _print_json(summary_document(verdicts, missing, only_problems=args.problems))
+            _print_json(
+                summary_document(
+                    verdicts, missing, only_problems=args.problems, fail_on=args.fail_on
+                )
+            )
         else:
             wide = args.output == "wide"
             text = summary_text(verdicts, missing, only_problems=args.problems, wide=wide)
@@ -676,47 +703,22 @@ def _run_explain(args: argparse.Namespace) -> int:
         nothing = f"No Service with a problem among the {len(verdicts)} checked{scope}."
         verdicts = with_problems(verdicts, nodes_known=nodes_known)
     if args.output == "json":
-        _print_json([service_document(verdict) for verdict in verdicts])
+        _print_json([service_document(verdict, nodes_known=nodes_known) for verdict in verdicts])
         return status
     color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
     options = ExplainOptions(
         color=color,
         missing=missing,
-        zone_loss=None if missing else _zone_loss(snapshot, evaluation),
-        zone_loss_skipped=_zone_loss_skipped(snapshot),
+        zone_loss=None if missing else result.zone_loss(),
+        zone_loss_skipped=result.zone_loss_skipped,
     )
-    sys.stdout.write(printable(explain_text(evaluation, verdicts, options, nothing), colour=color))
+    sys.stdout.write(printable(explain_text(result, verdicts, options, nothing), colour=color))
     return status
 
 
-def _zone_loss(snapshot: Snapshot, evaluation: Evaluation) -> dict[str, int]:
-    """Per zone, the Services whose hints losing it would take away (what-if, section 11)."""
-    from exporter.engine import whatif  # noqa: PLC0415
-    from exporter.engine.evaluate import slices_by_service  # noqa: PLC0415
-
-    # The live exporter's per-entry forecasts: enabled auto entries are judged from their
-    # count alone, without building any converged routing.
-    views = whatif.zone_loss_views(snapshot.nodes, profile=evaluation.profile)
-    feasibility = whatif.Feasibility(evaluation.capacity)
-    grouped = slices_by_service(snapshot.endpoint_slices)
-    forecasts = (
-        (verdict.key[:2], forecast)
-        for verdict in evaluation.services
-        for forecast in whatif.service_forecasts(
-            (verdict,), grouped[verdict.key[:2]], evaluation.nodes, feasibility, views
-        )
-    )
-    return whatif.services_losing_hints(forecasts, views)
-
-
-def _zone_loss_skipped(snapshot: Snapshot) -> int:
-    from exporter.engine import whatif  # noqa: PLC0415
-
-    return whatif.zone_loss_beyond_cap(snapshot.nodes)
-
-
 def _run_what_if(args: argparse.Namespace) -> int:
-    from exporter.engine import whatif  # noqa: PLC0415
+    from exporter.engine.whatif.outcome import what_if  # noqa: PLC0415
+    from exporter.engine.whatif.scenario import Cluster, ScenarioError  # noqa: PLC0415
     from exporter.report import whatif as report  # noqa: PLC0415
     from exporter.report.explain import ExplainOptions  # noqa: PLC0415
 
@@ -729,12 +731,10 @@ def _run_what_if(args: argparse.Namespace) -> int:
         raise CommandError(missing_error(missing))
     for note in profile.notes():
         _warn(note)
-    cluster = whatif.Cluster(
-        snapshot.nodes, snapshot.services, snapshot.endpoint_slices, profile=profile
-    )
+    cluster = Cluster(snapshot.nodes, snapshot.services, snapshot.endpoint_slices, profile=profile)
     try:
         steps = [_scenario_step(kind, value) for kind, value in args.steps]
-        result = whatif.what_if(cluster, steps)
+        result = what_if(cluster, steps)
         requests = []
         if args.rollout:
             namespace, name = report.parse_service_name(args.rollout)
@@ -747,7 +747,7 @@ def _run_what_if(args: argparse.Namespace) -> int:
                 )
             )
         rollouts = report.answer_rollouts(result, requests)
-    except whatif.ScenarioError as error:
+    except ScenarioError as error:
         raise CommandError(str(error)) from None
     if args.output == "json":
         _print_json(report.what_if_document(result, rollouts, show_all=args.all))
@@ -758,13 +758,13 @@ def _run_what_if(args: argparse.Namespace) -> int:
 
 
 def _scenario_step(kind: str, value: str) -> ScenarioStep:
-    from exporter.engine import whatif  # noqa: PLC0415
+    from exporter.engine.whatif.scenario import LoseNodes, LoseZone  # noqa: PLC0415
     from exporter.report import whatif as report  # noqa: PLC0415
 
     if kind == "lose-zone":
-        return whatif.LoseZone(value)
+        return LoseZone(value)
     if kind == "lose-node":
-        return whatif.LoseNodes((value,))
+        return LoseNodes((value,))
     return report.parse_scale(value)
 
 

@@ -15,7 +15,7 @@ import re
 # C0 but newline (the renderers' own line breaks), DEL, and C1 (U+0080-U+009F: `\x9b` is
 # a CSI of its own to terminals that read 8-bit controls).
 _CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
-# The colour codes the renderers paint with (explain.Tone, and the reset): with colour on,
+# The colour codes the renderers paint with (explain's, and the reset): with colour on,
 # these are kept and any other escape sequence is shown.
 _PAINT = r"\x1b\[(?:0|1|3[1-3])m"
 _CONTROL_OR_PAINT = re.compile(f"({_PAINT})|{_CONTROL.pattern}")
@@ -31,7 +31,7 @@ def _escaped(character: str) -> str:
 def printable(text: str, *, colour: bool = False, newlines: bool = True) -> str:
     """`text` with every control character shown as an escape.
 
-    `colour`: keep the colour codes the renderers paint with (those of `explain.Tone`).
+    `colour`: keep the colour codes the renderers paint with (those `explain` paints Tone with).
     A cluster string holding one of those exact codes can then recolour text that
     follows, never move the cursor, clear, retitle or hide it. `newlines`: keep line
     breaks (off for a value that must stay on one line).

@@ -3,11 +3,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import freezegun
 import pytest
+
+# Tests import it from here; tests/processes.py (free of pytest, bench/ uses it) defines it.
+from tests.processes import exporter_command as exporter_command  # noqa: PLC0414
 
 # freezegun patches datetime references in every loaded module; the kubernetes client's
 # pydantic models build their schemas lazily and fail on its FakeDatetime.
@@ -20,14 +22,6 @@ CONFORMANCE_DIR = PROJECT_ROOT / "tests" / "conformance"
 SHARED_CONFORMANCE_DIR = PROJECT_ROOT.parent / "shared" / "conformance"
 EXAMPLES_DIR = PROJECT_ROOT / "examples"
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
-
-
-def exporter_command() -> list[str]:
-    """The real console entry point, as a user runs it."""
-    script = Path(sys.executable).with_name("topology-hints-exporter")
-    if script.exists():
-        return [str(script)]
-    return [sys.executable, "-m", "exporter"]
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -15,7 +15,7 @@ from exporter.metrics.families import FAMILIES
 from exporter.metrics.family import MetricType
 from exporter.metrics.monitoring import JOB_SELECTOR, OPTIONAL_RESOURCES, OVERLOAD_LIMIT
 from exporter.sources import cluster as cluster_sources
-from exporter.sources.informer import ResourceSpec
+from exporter.sources.spec import ResourceSpec
 from exporter.vocabulary import Resource
 from tests.conftest import PROJECT_ROOT, require_binary
 

@@ -65,6 +65,12 @@ def test_the_import_contracts_are_kept() -> None:
             "exporter.live.store -> exporter.report.explain",
         ),
         (
+            "report/phrases.py",
+            "import exporter.report.explain",
+            "The phrasebook (report.phrases, advice, traffic) sits below the layouts",
+            "exporter.report.phrases -> exporter.report.explain",
+        ),
+        (
             "vocabulary.py",
             "import exporter.engine.model",
             "The vocabulary imports no other exporter module",

@@ -10,7 +10,7 @@ from exporter.live.evaluator import Evaluator
 from exporter.live.store import ClusterStore
 from exporter.metrics.instruments import StatusCollector
 from exporter.sources.decode import RawEvent, controller_event_from_raw
-from exporter.sources.informer import Backoff
+from exporter.sources.retry import Backoff
 from tests.k8s_objects import event
 
 

@@ -13,9 +13,9 @@ from exporter.engine.allocation import (
     nearest_feasible,
 )
 from exporter.engine.capacity import ClusterCapacity, MissingInfo, NodeProblem, cluster_capacity
+from exporter.engine.context import DEFAULT_DATAPLANES, NodeContext, node_context
 from exporter.engine.dataplanes import DATA_PLANES, DataPlaneRule, route
 from exporter.engine.evaluate import (
-    DEFAULT_DATAPLANES,
     Evaluation,
     ExpectedState,
     ServiceVerdict,
@@ -59,6 +59,7 @@ __all__ = [
     "MissingInfo",
     "NearestFeasible",
     "Node",
+    "NodeContext",
     "NodeProblem",
     "ProxyMode",
     "ProxyView",
@@ -77,6 +78,7 @@ __all__ = [
     "evaluate_service",
     "mechanism_of",
     "nearest_feasible",
+    "node_context",
     "route",
     "service_endpoints",
 ]

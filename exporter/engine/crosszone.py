@@ -204,18 +204,16 @@ class CrossZones:
     or `mixed` routing), the shares depend only on the data plane's same-zone reading, the
     routing of each zone, and how many endpoints of R run in each zone with which zone
     hints: Services of one shape share one computed (and one held) result. Like
-    evaluate.Judgements, the memo is a value that lives as long as its clients.
+    judgement.Judgements, the memo is a value that lives as long as its clients.
     """
 
-    __slots__ = ("_clients", "_memo", "_reweighed", "computed")
+    __slots__ = ("_clients", "_memo", "_reweighed")
 
     def __init__(self, clients: Clients) -> None:
         self._clients = clients
         self._memo: dict[object, CrossZone | None] = {}
         # id(earlier figures) -> (them, re-weighed): shared like the figures themselves.
         self._reweighed: dict[int, tuple[CrossZone, CrossZone]] = {}
-        # How many shares were computed (not served from the memo): what tests count.
-        self.computed = 0
 
     @property
     def clients(self) -> Clients:
@@ -276,7 +274,6 @@ class CrossZones:
         given = Given(dataplane, endpoints)
         routings = tuple(zone_routing.routing for zone_routing in view.by_zone.values())
         if view.by_node or not _ZONE_WIDE.issuperset(routings):
-            self.computed += 1
             return cross_zone(view, given, self._clients)
         key = (given.same_zone, tuple(view.by_zone), routings, _profile(given.usable))
         try:
@@ -285,7 +282,6 @@ class CrossZones:
             pass
         if len(self._memo) >= MEMO_LIMIT:
             self._memo.clear()
-        self.computed += 1
         figures = self._memo[key] = cross_zone(view, given, self._clients)
         return figures
 

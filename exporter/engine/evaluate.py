@@ -5,27 +5,16 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from types import MappingProxyType
 
-from exporter.engine.allocation import Allocation, NearestFeasible, allocate, nearest_feasible
-from exporter.engine.capacity import ClusterCapacity, cluster_capacity
-from exporter.engine.crosszone import (
-    NO_CLIENTS,
-    NO_CROSS_ZONES,
-    Clients,
-    CrossZone,
-    CrossZones,
-)
+from exporter.engine.allocation import NearestFeasible
+from exporter.engine.capacity import ClusterCapacity
+from exporter.engine.context import DEFAULT_DATAPLANES, NodeContext, node_context, ready_nodes
+from exporter.engine.crosszone import NO_CLIENTS, Clients, CrossZone
 from exporter.engine.dataplanes import route
-from exporter.engine.health import (
-    DriftKind,
-    counted_drift_kinds,
-    drift_kinds,
-    hint_completeness,
-    load_factor,
-)
-from exporter.engine.kubeproxy import KubeProxyRoutes, ProxyView, ReadyNodes
+from exporter.engine.health import DriftKind, drift_kinds, hint_completeness
+from exporter.engine.judgement import ExpectedState, ZoneVerdict
+from exporter.engine.kubeproxy import ProxyView, ReadyNodes
 from exporter.engine.mechanism import ConfigIssue, Mechanism, config_issues, mechanism_of
 from exporter.engine.model import Endpoint, EndpointSlice, Node, Service
 from exporter.engine.profile import ASSUMED, Notice, Profile, notices_of
@@ -38,25 +27,24 @@ from exporter.engine.routing import (
     ServiceEndpoints,
 )
 
-DEFAULT_DATAPLANES = (DataPlane.KUBE_PROXY,)
-
-
-class ExpectedState(StrEnum):
-    ENABLED = "enabled"
-    DISABLED = "disabled"
-    NOT_APPLICABLE = "not-applicable"
-
-
-@dataclass(frozen=True, slots=True)
-class ZoneVerdict:
-    ratio: float | None
-    # Set only for `auto` when enabled.
-    minimum: int | None
-    desired: float | None
-    maximum: int | None
-    # Counted endpoints hinted for this zone.
-    hinted: int
-    load_factor: float | None
+# ExpectedState and ZoneVerdict (exporter.engine.judgement) are part of a verdict, and the
+# context module's ready_nodes and DEFAULT_DATAPLANES part of evaluating: named here too.
+__all__ = [
+    "DEFAULT_DATAPLANES",
+    "EntryInputs",
+    "Evaluation",
+    "ExpectedState",
+    "ServiceVerdict",
+    "ZoneVerdict",
+    "counted_endpoints",
+    "entry_inputs",
+    "evaluate",
+    "evaluate_entry",
+    "evaluate_service",
+    "ready_nodes",
+    "service_inputs",
+    "slices_by_service",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,16 +96,10 @@ class Evaluation:
     nodes: ReadyNodes
     # Sorted by namespace, name, address type.
     services: tuple[ServiceVerdict, ...]
-    # The data planes whose routing each verdict carries.
-    dataplanes: tuple[DataPlane, ...] = DEFAULT_DATAPLANES
     # behaviour §12: the Kubernetes versions and gates the verdicts were computed under.
     profile: Profile = ASSUMED
     # behaviour §13's clients: Ready nodes with a zone and CPU, weighted by CPU.
     clients: Clients = NO_CLIENTS
-
-
-def ready_nodes(nodes: Iterable[Node]) -> ReadyNodes:
-    return ReadyNodes.from_pairs((node.name, node.zone or "") for node in nodes if node.ready)
 
 
 def counted_endpoints(slices: Iterable[EndpointSlice]) -> list[Endpoint]:
@@ -129,118 +111,6 @@ def counted_endpoints(slices: Iterable[EndpointSlice]) -> list[Endpoint]:
         for endpoint in endpoint_slice.endpoints
         if endpoint.ready is True
     ]
-
-
-def expected_state(mechanism: Mechanism, reason: DisableReason | None) -> ExpectedState:
-    if mechanism is Mechanism.NONE:
-        return ExpectedState.NOT_APPLICABLE
-    if reason is not None:
-        return ExpectedState.DISABLED
-    return ExpectedState.ENABLED
-
-
-@dataclass(frozen=True, slots=True)
-class Judgement:
-    """The part of an entry's verdict that depends on cluster capacity."""
-
-    reason: DisableReason | None
-    expected_state: ExpectedState
-    zones: Mapping[str, ZoneVerdict]
-    nearest_feasible: NearestFeasible | None
-    # None where drift does not depend on capacity (traffic-distribution).
-    drift: frozenset[DriftKind] | None
-
-
-# (mechanism, ready, hinted, every ready endpoint has a zone, hinted endpoints per zone)
-_JudgementKey = tuple[Mechanism, int, int, bool, tuple[tuple[str, int], ...]]
-
-
-class Judgements:
-    """The judgements of one cluster capacity, memoised per entry's counts.
-
-    A judgement depends only on the capacity and (mechanism, ready count, hinted count,
-    whether every ready endpoint has a zone, hinted endpoints per zone): Services of one
-    shape share one allocation, one nearest-feasible search and one set of zone figures.
-    Like whatif.Feasibility, the memo is a value that lives as long as its capacity.
-    """
-
-    __slots__ = ("_capacity", "_memo", "allocations_computed")
-
-    def __init__(self, capacity: ClusterCapacity) -> None:
-        self._capacity = capacity
-        self._memo: dict[_JudgementKey, Judgement] = {}
-        # How many allocations were run (not served from the memo): what tests count.
-        self.allocations_computed = 0
-
-    @property
-    def capacity(self) -> ClusterCapacity:
-        return self._capacity
-
-    def judge(
-        self,
-        mechanism: Mechanism,
-        *,
-        ready: int,
-        hinted: int,
-        every_endpoint_has_zone: bool,
-        hinted_by_zone: Mapping[str, int],
-    ) -> Judgement:
-        # Hints for the empty zone name never count: no zone of the capacity is named "".
-        hinted_zones = tuple(sorted((zone, n) for zone, n in hinted_by_zone.items() if zone and n))
-        key = (mechanism, ready, hinted, every_endpoint_has_zone, hinted_zones)
-        try:
-            return self._memo[key]
-        except KeyError:
-            pass
-        judgement = self._memo[key] = self._judge(
-            mechanism, ready, hinted, every_endpoint_has_zone, dict(hinted_zones)
-        )
-        return judgement
-
-    def _judge(
-        self,
-        mechanism: Mechanism,
-        ready: int,
-        hinted: int,
-        every_endpoint_has_zone: bool,  # noqa: FBT001 - a private helper of judge()
-        hinted_by_zone: Mapping[str, int],
-    ) -> Judgement:
-        capacity = self._capacity
-        reason: DisableReason | None = None
-        allocations: Mapping[str, Allocation] = {}
-        nearest: NearestFeasible | None = None
-        if mechanism is Mechanism.AUTO:
-            self.allocations_computed += 1
-            result = allocate(capacity, ready, every_endpoint_has_zone=every_endpoint_has_zone)
-            reason, allocations = result.reason, result.allocations
-            nearest = nearest_feasible(capacity, ready)
-        state = expected_state(mechanism, reason)
-        zones = {}
-        for zone in sorted(set(capacity.zone_ratios) | set(hinted_by_zone)):
-            ratio = capacity.zone_ratios.get(zone)
-            allocation = allocations.get(zone)
-            hinted_for_zone = hinted_by_zone.get(zone, 0)
-            zones[zone] = ZoneVerdict(
-                ratio=ratio,
-                minimum=allocation.minimum if allocation else None,
-                desired=allocation.desired if allocation else None,
-                maximum=allocation.maximum if allocation else None,
-                hinted=hinted_for_zone,
-                load_factor=load_factor(ratio, ready, hinted_for_zone),
-            )
-        drift = (
-            None
-            if mechanism is Mechanism.TRAFFIC_DISTRIBUTION
-            else counted_drift_kinds(
-                mechanism,
-                hints_expected=state is ExpectedState.ENABLED,
-                ready=ready,
-                hinted=hinted,
-                allocations=allocations,
-                hinted_by_zone=hinted_by_zone,
-            )
-        )
-        return Judgement(reason, state, MappingProxyType(zones), nearest, drift)
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,29 +268,16 @@ def service_inputs(
     )
 
 
-def evaluate_entry(
-    inputs: EntryInputs,
-    capacity: ClusterCapacity,
-    nodes: ReadyNodes,
-    dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES,
-    judgements: Judgements | None = None,
-    routes: KubeProxyRoutes | None = None,
-    profile: Profile = ASSUMED,
-    cross_zones: CrossZones = NO_CROSS_ZONES,
-) -> ServiceVerdict:
-    """The entry's verdict under this capacity and these Ready nodes.
+def evaluate_entry(inputs: EntryInputs, context: NodeContext) -> ServiceVerdict:
+    """The entry's verdict in this node view (`inputs` made under the context's profile).
 
-    `judgements` (made for `capacity`) and `routes` (made for `nodes` and the profile's
-    kube-proxy) share judgements and kube-proxy routings between the entries of one node
-    view; `cross_zones` (for the same nodes' clients) weighs and shares the cross-zone
-    shares. `profile` must be the one `inputs` were made under.
+    The context's memos share judgements, kube-proxy routings and cross-zone shares
+    between the entries of the view.
     """
     mechanism = inputs.mechanism
     ready = inputs.ready
     hinted_by_zone = inputs.hinted_by_zone
-    if judgements is None or judgements.capacity is not capacity:
-        judgements = Judgements(capacity)
-    judgement = judgements.judge(
+    judgement = context.judgements.judge(
         mechanism,
         ready=ready,
         hinted=inputs.hinted,
@@ -438,16 +295,14 @@ def evaluate_entry(
             empty_zone_hints=inputs.empty_zone_hints,
         )
     endpoints = inputs.endpoints
+    nodes = context.nodes
     # kube-proxy's routing is section 5's proxy mode: computed once, whether configured or not.
-    behaviour = profile.kube_proxy_behaviour
-    if routes is None or not routes.serves(nodes, behaviour):
-        routes = KubeProxyRoutes(nodes, behaviour)
-    kube_proxy, proxy = routes.route(endpoints)
+    kube_proxy, proxy = context.routes.route(endpoints)
     routing = {
         dataplane: kube_proxy
         if dataplane is DataPlane.KUBE_PROXY
         else route(dataplane, endpoints, nodes)
-        for dataplane in dataplanes
+        for dataplane in context.dataplanes
     }
     return ServiceVerdict(
         service=inputs.service,
@@ -467,89 +322,21 @@ def evaluate_entry(
         carries_hints=inputs.carries_hints,
         routing=MappingProxyType(routing),
         notices=inputs.notices,
-        cross_zone=cross_zones.of(routing, endpoints),
+        cross_zone=context.cross_zones.of(routing, endpoints),
     )
 
 
-def rejudged(
-    verdict: ServiceVerdict,
-    judgements: Judgements,
-    reweighed: tuple[EntryInputs, CrossZones, Clients] | None = None,
-) -> ServiceVerdict:
-    """The verdict under `judgements`' capacity, for the same slices and Ready nodes.
-
-    What a node change that moves only CPU shares asks of every entry: the counts the
-    judgement reads are in the verdict, and everything else (routing, proxy modes,
-    endpoint counts) does not depend on capacity, so the slices are not read again.
-    Equal to evaluating the entry afresh under the new capacity. `reweighed`: the entry's
-    inputs, the new clients' memo and the earlier clients, when client CPU moved (the
-    cross-zone shares weigh it).
-    """
-    hinted_by_zone = {zone: figures.hinted for zone, figures in verdict.zones.items()}
-    judgement = judgements.judge(
-        verdict.mechanism,
-        ready=verdict.ready_endpoints,
-        hinted=verdict.hinted_endpoints,
-        every_endpoint_has_zone=sum(verdict.zone_endpoints.values()) == verdict.ready_endpoints,
-        hinted_by_zone=hinted_by_zone,
-    )
-    return ServiceVerdict(
-        service=verdict.service,
-        address_type=verdict.address_type,
-        mechanism=verdict.mechanism,
-        expected_state=judgement.expected_state,
-        reason=judgement.reason,
-        ready_endpoints=verdict.ready_endpoints,
-        hinted_endpoints=verdict.hinted_endpoints,
-        zones=judgement.zones,
-        zone_endpoints=verdict.zone_endpoints,
-        hint_completeness=verdict.hint_completeness,
-        proxy=verdict.proxy,
-        nearest_feasible=judgement.nearest_feasible,
-        config_issues=verdict.config_issues,
-        drift=verdict.drift if judgement.drift is None else judgement.drift,
-        carries_hints=verdict.carries_hints,
-        routing=verdict.routing,
-        notices=verdict.notices,
-        cross_zone=(
-            verdict.cross_zone
-            if reweighed is None
-            else reweighed[1].reweighed(
-                verdict.cross_zone, verdict.routing, reweighed[0].endpoints, reweighed[2]
-            )
-        ),
-    )
-
-
-def evaluate_service(  # noqa: PLR0913 - the node view's shared values, passed in
-    service: Service,
-    slices: Sequence[EndpointSlice],
-    capacity: ClusterCapacity,
-    nodes: ReadyNodes,
-    dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES,
-    judgements: Judgements | None = None,
-    routes: KubeProxyRoutes | None = None,
-    inputs: Sequence[EntryInputs] | None = None,
-    *,
-    profile: Profile = ASSUMED,
-    cross_zones: CrossZones = NO_CROSS_ZONES,
+def evaluate_service(
+    service: Service, slices: Sequence[EndpointSlice], context: NodeContext
 ) -> tuple[ServiceVerdict, ...]:
     """One verdict per address type among the Service's slices, sorted by address type.
 
-    Pass the same `judgements` (made for `capacity`) and `routes` (made for `nodes`) to
-    every call of one node view so that Services of one shape share their allocation and
-    their routing. `inputs`: `service_inputs(service, slices)`, when the caller kept it.
+    Pass one context to every call of one node view so that Services of one shape share
+    their allocation and their routing.
     """
-    if judgements is None or judgements.capacity is not capacity:
-        judgements = Judgements(capacity)
-    behaviour = profile.kube_proxy_behaviour
-    if routes is None or not routes.serves(nodes, behaviour):
-        routes = KubeProxyRoutes(nodes, behaviour)
-    if inputs is None:
-        inputs = service_inputs(service, slices, profile=profile)
     return tuple(
-        evaluate_entry(entry, capacity, nodes, dataplanes, judgements, routes, profile, cross_zones)
-        for entry in inputs
+        evaluate_entry(entry, context)
+        for entry in service_inputs(service, slices, profile=context.profile)
     )
 
 
@@ -575,36 +362,19 @@ def evaluate(
 
     `profile`: the Kubernetes versions and gates to evaluate under (behaviour §12).
     """
-    node_list = tuple(nodes)
-    capacity = cluster_capacity(node_list)
-    ready = ready_nodes(node_list)
-    clients = Clients.of(node_list)
-    shares = CrossZones(clients)
+    context = node_context(nodes, dataplanes, profile)
     grouped = slices_by_service(slices)
-    judgements = Judgements(capacity)
-    routes = KubeProxyRoutes(ready, profile.kube_proxy_behaviour)
     verdicts = [
         verdict
         for service in services
         if service.key in grouped
-        for verdict in evaluate_service(
-            service,
-            grouped[service.key],
-            capacity,
-            ready,
-            dataplanes,
-            judgements,
-            routes,
-            profile=profile,
-            cross_zones=shares,
-        )
+        for verdict in evaluate_service(service, grouped[service.key], context)
     ]
     verdicts.sort(key=lambda verdict: verdict.key)
     return Evaluation(
-        capacity=capacity,
-        nodes=ready,
+        capacity=context.capacity,
+        nodes=context.nodes,
         services=tuple(verdicts),
-        dataplanes=tuple(dataplanes),
         profile=profile,
-        clients=clients,
+        clients=context.clients,
     )

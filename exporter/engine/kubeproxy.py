@@ -65,11 +65,6 @@ class ProxyView:
     # Nodes in PreferSameNode, sorted.
     same_node: tuple[str, ...]
 
-    def mode_of_node(self, node: str, zone: str) -> ProxyMode | None:
-        if node in self.same_node:
-            return ProxyMode.PREFER_SAME_NODE
-        return self.by_zone.get(zone)
-
 
 def proxy_view_of(view: RoutingView, service: Service) -> ProxyView:
     """The `kube-proxy` data plane's routing in section 5's mode names.
@@ -124,7 +119,7 @@ class KubeProxyRoutes:
     also reads the hints annotation, never node hints.
     """
 
-    __slots__ = ("_behaviour", "_memo", "_nodes", "views_computed")
+    __slots__ = ("_behaviour", "_memo", "_nodes")
 
     def __init__(
         self, nodes: ReadyNodes, behaviour: KubeProxyBehaviour = NEWEST_KUBE_PROXY
@@ -132,8 +127,6 @@ class KubeProxyRoutes:
         self._nodes = nodes
         self._behaviour = behaviour
         self._memo: dict[_RouteKey, tuple[RoutingView, ProxyView]] = {}
-        # How many routings were computed (not served from the memo): what tests count.
-        self.views_computed = 0
 
     @property
     def nodes(self) -> ReadyNodes:
@@ -191,7 +184,6 @@ class KubeProxyRoutes:
             return self._memo[key]
         except KeyError:
             pass
-        self.views_computed += 1
         view = route(DataPlane.KUBE_PROXY, endpoints, self._nodes, self._behaviour)
         routed = self._memo[key] = (view, proxy_view_of(view, service))
         return routed

@@ -228,10 +228,6 @@ class Profile:
     control_plane: Component
     kube_proxy: Component
 
-    @property
-    def assumed(self) -> bool:
-        return self.control_plane.source is Source.ASSUMED
-
     def accepts(self, traffic_distribution: str | None) -> bool:
         """The controller treats the value as valid (mechanism traffic-distribution)."""
         gates = _VALUE_GATES.get(traffic_distribution or "")

@@ -162,13 +162,6 @@ class RoutingView:
                 failed += count
         return failed, dropped
 
-    def routing_of(self, node: str, zone: str) -> Routing | None:
-        routing = self.by_node.get(node)
-        if routing is not None:
-            return routing
-        zone_routing = self.by_zone.get(zone)
-        return zone_routing.routing if zone_routing is not None else None
-
 
 NO_ROUTING = RoutingView(MappingProxyType({}), _NO_EXCEPTIONS, None)
 

@@ -1,1 +1,2 @@
-"""The HTTP edge: the bounded, non-blocking server and its TLS/basic-auth web config."""
+"""The HTTP edge: the bounded, non-blocking server (`server` and its parts) and its
+TLS/basic-auth web config (`webconfig`)."""

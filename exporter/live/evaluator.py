@@ -5,16 +5,15 @@ cluster capacity and re-evaluates every Service only when capacity or the set of
 nodes actually moved (node heartbeats do not). The what-if forecasts (endpoint margin and
 zones whose loss ends an entry's hints) follow the same rule: one Feasibility memo and one
 set of zone-loss views per published node view, rebuilt only when nodes move, and each
-re-evaluated Service's forecasts computed from them. The collector reads `state`, one
-reference swapped atomically, so a scrape never sees a half-applied update.
+re-evaluated Service's forecasts computed from them (exporter.live.incremental decides
+what a step reuses). The collector reads `state`, one reference swapped atomically, so a
+scrape never sees a half-applied update.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from enum import Enum
 from types import MappingProxyType
 from typing import TypeVar
 
@@ -22,35 +21,18 @@ import immutables
 
 from exporter.engine import (
     DEFAULT_DATAPLANES,
-    ClusterCapacity,
     DataPlane,
     EndpointSlice,
     ExpectedState,
-    ReadyNodes,
     Service,
     ServiceVerdict,
-    cluster_capacity,
-    evaluate_service,
 )
-from exporter.engine.crosszone import NO_CLIENTS, Clients, CrossZones
-from exporter.engine.evaluate import (
-    EntryInputs,
-    Judgements,
-    ready_nodes,
-    rejudged,
-    service_inputs,
-)
-from exporter.engine.kubeproxy import KubeProxyRoutes
-from exporter.engine.model import Node
+from exporter.engine.context import context_of
+from exporter.engine.evaluate import EntryInputs, evaluate_entry
 from exporter.engine.profile import ASSUMED, Profile
-from exporter.engine.whatif import (
-    EntryForecast,
-    Feasibility,
-    ZoneLossView,
-    service_forecasts,
-    zone_loss_beyond_cap,
-    zone_loss_views,
-)
+from exporter.engine.whatif.forecast import EntryForecast, service_forecasts
+from exporter.live.incremental import Moved, NodeView, PreparedInputs, next_view, rejudged_service
+from exporter.live.result import ExporterState, ServiceResult
 from exporter.live.store import Changes, ClusterStore
 from exporter.live.transitions import TransitionLog
 from exporter.vocabulary import ControllerEvent, EntryKey, EventKey, ServiceKey
@@ -62,104 +44,8 @@ _K = TypeVar("_K")
 _V = TypeVar("_V")
 
 
-def _zone_membership(nodes: tuple[Node, ...]) -> frozenset[tuple[str, str]]:
-    return frozenset((node.name, node.zone) for node in nodes if node.zone)
-
-
-def _kept(earlier: _V, now: _V) -> _V:
-    return earlier if now == earlier else now
-
-
 def _frozen(mapping: Mapping[_K, _V]) -> Mapping[_K, _V]:
     return MappingProxyType(dict(mapping))
-
-
-def _entries_of(
-    prepared: tuple[Service, tuple[EndpointSlice, ...], tuple[EntryInputs, ...]] | None,
-    verdicts: tuple[ServiceVerdict, ...],
-) -> tuple[EntryInputs | None, ...]:
-    """The kept inputs of each verdict (both sorted by address type), None where unknown."""
-    if prepared is not None and len(prepared[2]) == len(verdicts):
-        return prepared[2]
-    return (None,) * len(verdicts)
-
-
-@dataclass(frozen=True, slots=True)
-class ServiceResult:
-    """One Service's verdicts (one per address type) and their expected-state flips."""
-
-    verdicts: tuple[ServiceVerdict, ...]
-    # Flips between enabled and disabled seen since start, aligned with `verdicts`.
-    state_changes: tuple[int, ...]
-    # Endpoint margin and zones whose loss ends the hints, aligned with `verdicts`.
-    forecasts: tuple[EntryForecast, ...] = ()
-
-    @property
-    def service(self) -> Service:
-        return self.verdicts[0].service
-
-
-@dataclass(frozen=True, slots=True)
-class ExporterState:
-    """Everything a scrape renders, computed together."""
-
-    capacity: ClusterCapacity = field(default_factory=lambda: ClusterCapacity(sufficient=False))
-    nodes: ReadyNodes = field(
-        default_factory=lambda: ReadyNodes(MappingProxyType({}), MappingProxyType({}))
-    )
-    # Services that have EndpointSlices (an immutables.Map in published states: each
-    # state shares unchanged entries with the previous one). A result is replaced only
-    # when its Service's verdicts, flips, forecasts or Ready nodes changed, so its
-    # identity tells renderers whether cached output still holds.
-    services: Mapping[ServiceKey, ServiceResult] = field(default_factory=immutables.Map)
-    # (namespace, service, reason) -> unix time of the latest controller event.
-    last_event: Mapping[EventKey, float] = field(default_factory=lambda: MappingProxyType({}))
-    # reason -> occurrences seen since start.
-    event_totals: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
-    evaluated_at: float | None = None
-    generation: int = 0
-    # The node view's feasibility memo and the cluster without each zone (zone order):
-    # replaced only when capacity, Ready nodes or zone membership change.
-    feasibility: Feasibility = field(
-        default_factory=lambda: Feasibility(ClusterCapacity(sufficient=False))
-    )
-    zone_loss_views: tuple[ZoneLossView, ...] = ()
-    # The zone labels of the cluster's Nodes when more than MAX_ZONE_LOSS_ZONES: no
-    # zone-loss forecast is made then (and zone_loss_views is empty); 0 otherwise.
-    zone_loss_skipped: int = 0
-    # behaviour §13's clients (Ready nodes with a zone and CPU) the cross-zone shares weigh.
-    clients: Clients = NO_CLIENTS
-    # Services whose result was added, replaced or removed since generation - 1 (a
-    # renderer that saw that generation updates only these); None when unknown.
-    changed: frozenset[ServiceKey] | None = None
-    # behaviour §12: the Kubernetes versions and gates the verdicts were computed under.
-    profile: Profile = ASSUMED
-
-
-class _Moved(Enum):
-    """What a Node change moved."""
-
-    NOTHING = "nothing"
-    # Capacity only: the Ready nodes and zone membership are the same.
-    SHARES = "shares"
-    # Ready nodes or zone membership.
-    NODES = "nodes"
-
-
-@dataclass(frozen=True, slots=True)
-class _NodeView:
-    """What every Service's evaluation of one step shares."""
-
-    capacity: ClusterCapacity
-    nodes: ReadyNodes
-    feasibility: Feasibility
-    zone_loss_views: tuple[ZoneLossView, ...]
-    judgements: Judgements
-    routes: KubeProxyRoutes
-    cross_zones: CrossZones
-    # The zone-loss views remove the same nodes as the previous view's (only Ready nodes
-    # or capacity moved): forecasts re-decide from what they counted on unchanged slices.
-    same_zone_loss: bool
 
 
 class Evaluator:
@@ -185,11 +71,7 @@ class Evaluator:
         self._inputs: dict[ServiceKey, tuple[Service | None, tuple[EndpointSlice, ...]]] = {}
         # What each Service's verdicts read from its Service and slices alone, for the
         # objects it was computed from: a change of the Ready nodes reuses it.
-        self._prepared: dict[
-            ServiceKey, tuple[Service, tuple[EndpointSlice, ...], tuple[EntryInputs, ...]]
-        ] = {}
-        # Equal zone-hint sets of those inputs, shared (a handful of distinct ones).
-        self._zone_sets: dict[frozenset[str], frozenset[str]] = {}
+        self._prepared = PreparedInputs()
         # Persistent: publishing shares every entry with the previous state, and a
         # one-Service change costs O(log n), not a copy of 10,000 entries.
         self._results: immutables.Map[ServiceKey, ServiceResult] = immutables.Map()
@@ -200,18 +82,20 @@ class Evaluator:
         self._last_event: dict[EventKey, float] = {}
         # Event figures changed since last published: only then are they copied again.
         self._events_dirty = False
-        self._state = ExporterState()
-        # The judgements of the published capacity, shared by every Service's evaluation.
-        self._judgements = Judgements(self._state.capacity)
-        # kube-proxy's routings over the published Ready nodes, shared likewise.
-        self._routes = KubeProxyRoutes(self._state.nodes, profile.kube_proxy_behaviour)
-        # The Nodes last seen: a profile change rebuilds the zone-loss views from them.
-        self._nodes: tuple[Node, ...] = ()
-        # Cross-zone shares of the published clients, shared by shape.
-        self._cross_zones = CrossZones(self._state.clients)
-        # Which node is in which zone: zone-loss views also depend on not-Ready nodes.
-        self._zone_membership: frozenset[tuple[str, str]] = frozenset()
-        self._zone_loss_skipped = 0
+        self._state = state = ExporterState()
+        # The published node view: its context's memos (judgements, kube-proxy routings,
+        # cross-zone shares) are shared by every Service's evaluation.
+        self._view = NodeView(
+            context_of(
+                state.capacity,
+                state.nodes,
+                clients=state.clients,
+                dataplanes=self._dataplanes,
+                profile=profile,
+            ),
+            state.feasibility,
+            state.zone_loss_views,
+        )
         self._listeners: list[Callable[[ExporterState], None]] = []
         # One log line when a Service's verdict changes, rate-limited per Service.
         self.transitions = TransitionLog()
@@ -261,18 +145,19 @@ class Evaluator:
             self._profile = self._next_profile
             self._prepared.clear()
             dirty |= self._inputs.keys()
-        view, moved = self._node_view(changes.nodes, profile_changed=profile_changed)
+        view, moved = next_view(self._view, changes.nodes, self._profile)
+        self._view = view
         # Only CPU shares moved: the other Services are re-judged from their verdicts.
         rejudge: set[ServiceKey] = set()
-        if moved is _Moved.SHARES:
+        if moved is Moved.SHARES:
             rejudge = self._inputs.keys() - dirty
-        elif moved is _Moved.NODES:
+        elif moved is Moved.NODES:
             dirty |= self._inputs.keys()
         self._inputs.update(changes.services)
         changed = set()
         results = self._results.mutate()
         # Families read the Ready nodes too: a result is kept only where they are the same.
-        keep_unchanged = view.nodes is previous.nodes
+        keep_unchanged = view.context.nodes is previous.nodes
         for key in dirty | rejudge:
             before = results.get(key)
             after = self._reevaluate(
@@ -293,8 +178,8 @@ class Evaluator:
             last_event, event_totals = _frozen(self._last_event), _frozen(self._event_totals)
             self._events_dirty = False
         self._state = ExporterState(
-            capacity=view.capacity,
-            nodes=view.nodes,
+            capacity=view.context.capacity,
+            nodes=view.context.nodes,
             services=self._results,
             last_event=last_event,
             event_totals=event_totals,
@@ -302,79 +187,14 @@ class Evaluator:
             generation=previous.generation + 1,
             feasibility=view.feasibility,
             zone_loss_views=view.zone_loss_views,
-            zone_loss_skipped=self._zone_loss_skipped,
-            clients=view.cross_zones.clients,
+            zone_loss_skipped=view.zone_loss_skipped,
+            clients=view.context.clients,
             changed=frozenset(changed),
             profile=self._profile,
         )
 
-    def _node_view(
-        self, nodes: tuple[Node, ...] | None, *, profile_changed: bool = False
-    ) -> tuple[_NodeView, _Moved]:
-        """The node view to evaluate with, after the store's Nodes (None: unchanged)."""
-        previous = self._state
-        capacity, ready = previous.capacity, previous.nodes
-        feasibility, views = previous.feasibility, previous.zone_loss_views
-        clients = previous.clients
-        moved = _Moved.NOTHING
-        same_zone_loss = True
-        if nodes is not None:
-            self._nodes = nodes
-        if profile_changed:
-            # The zone-loss views judge the cluster without each zone under the profile.
-            views = zone_loss_views(self._nodes, (), self._profile)
-            same_zone_loss = False
-        if nodes is not None:
-            clients = _kept(previous.clients, Clients.of(nodes))
-            # Equal ones are kept, not replaced by a copy: verdicts, memos and families
-            # refer to them, and comparing an object with itself is immediate.
-            capacity = _kept(previous.capacity, cluster_capacity(nodes))
-            ready = _kept(previous.nodes, ready_nodes(nodes))
-            membership = _zone_membership(nodes)
-            same_nodes = ready is previous.nodes and membership == self._zone_membership
-            if capacity is not previous.capacity or not same_nodes:
-                moved = _Moved.SHARES if same_nodes else _Moved.NODES
-                feasibility = Feasibility(capacity)
-                views = zone_loss_views(nodes, views if same_nodes else (), self._profile)
-                self._zone_loss_skipped = zone_loss_beyond_cap(nodes)
-                # Which nodes each view removes follows from zone membership alone.
-                same_zone_loss = membership == self._zone_membership
-                self._zone_membership = membership
-            elif clients is not previous.clients:
-                # Only client CPU moved (a control-plane node's, say): re-weigh, as for shares.
-                moved = _Moved.SHARES
-        if capacity is not self._judgements.capacity:
-            self._judgements = Judgements(capacity)
-        behaviour = self._profile.kube_proxy_behaviour
-        if not self._routes.serves(ready, behaviour):
-            self._routes = KubeProxyRoutes(ready, behaviour)
-        if clients is not self._cross_zones.clients:
-            self._cross_zones = CrossZones(clients)
-        view = _NodeView(
-            capacity,
-            ready,
-            feasibility,
-            views,
-            self._judgements,
-            self._routes,
-            self._cross_zones,
-            same_zone_loss,
-        )
-        return view, moved
-
-    def _prepared_inputs(
-        self, key: ServiceKey, service: Service, slices: tuple[EndpointSlice, ...]
-    ) -> tuple[tuple[EntryInputs, ...], bool]:
-        """The Service's EntryInputs, and whether they were kept (same objects as before)."""
-        prepared = self._prepared.get(key)
-        if prepared is not None and prepared[0] is service and prepared[1] is slices:
-            return prepared[2], True
-        inputs = service_inputs(service, slices, self._zone_sets, self._profile)
-        self._prepared[key] = (service, slices, inputs)
-        return inputs, False
-
     def _reevaluate(
-        self, key: ServiceKey, view: _NodeView, *, rejudge: bool, keep_unchanged: bool
+        self, key: ServiceKey, view: NodeView, *, rejudge: bool, keep_unchanged: bool
     ) -> ServiceResult | None:
         """The Service's new result; None when it has none; the old one when nothing changed.
 
@@ -389,41 +209,20 @@ class Evaluator:
             if service is None:
                 self._inputs.pop(key, None)
                 self._forget_events_of(key)
-            self._prepared.pop(key, None)
+            self._prepared.forget(key)
             self._forget(old_keys)
             return None
         same_slices: tuple[EntryForecast, ...] = ()
         inputs: tuple[EntryInputs, ...] = ()
+        context = view.context
         if rejudge and old is not None:
-            prepared = self._prepared.get(key)
-            reweigh = view.cross_zones.clients is not self._state.clients
-            verdicts = tuple(
-                rejudged(
-                    verdict,
-                    view.judgements,
-                    (entry, view.cross_zones, self._state.clients)
-                    if reweigh and entry is not None
-                    else None,
-                )
-                for verdict, entry in zip(
-                    old.verdicts, _entries_of(prepared, old.verdicts), strict=True
-                )
-            )
+            entries = self._prepared.entries_of(key, old.verdicts)
+            # The published state's clients are still those the old verdicts weighed.
+            verdicts = rejudged_service(old.verdicts, entries, context, self._state.clients)
             previous_forecasts = old.forecasts
         else:
-            inputs, kept = self._prepared_inputs(key, service, slices)
-            verdicts = evaluate_service(
-                service,
-                slices,
-                view.capacity,
-                view.nodes,
-                self._dataplanes,
-                view.judgements,
-                view.routes,
-                inputs,
-                profile=self._profile,
-                cross_zones=view.cross_zones,
-            )
+            inputs, kept = self._prepared.of(key, service, slices, self._profile)
+            verdicts = tuple(evaluate_entry(entry, context) for entry in inputs)
             previous_forecasts = ()
             if kept and view.same_zone_loss and old is not None:
                 same_slices = old.forecasts
@@ -435,12 +234,12 @@ class Evaluator:
         forecasts = service_forecasts(
             verdicts,
             slices,
-            view.nodes,
+            context.nodes,
             view.feasibility,
             view.zone_loss_views,
             previous_forecasts,
             same_slices=same_slices,
-            routes=view.routes,
+            routes=context.routes,
             inputs=inputs,
         )
         if (

@@ -23,8 +23,10 @@ from prometheus_client.registry import Collector
 from exporter import __version__
 from exporter.engine import DEFAULT_DATAPLANES, DataPlane
 from exporter.engine.profile import Profile, ProfileError, ProfileFlags
-from exporter.engine.whatif import MAX_ZONE_LOSS_ZONES
-from exporter.http.server import BasicAuth, MetricsServer, default_routes, make_app
+from exporter.engine.whatif.zoneloss import MAX_ZONE_LOSS_ZONES
+from exporter.http.auth import BasicAuth
+from exporter.http.routes import default_routes, make_app
+from exporter.http.server import MetricsServer
 from exporter.http.webconfig import WebConfig, load_web_config, tls_from_flags
 from exporter.live.evaluator import Evaluator
 from exporter.live.store import ClusterStore
@@ -44,7 +46,8 @@ from exporter.sources.cluster import ENDPOINT_SLICES, EVENTS, NODES, SERVICES, S
 from exporter.sources.dataplanes import FLAG, detect_dataplanes
 from exporter.sources.informer import Informer, InformerSettings
 from exporter.sources.kubeapi import ConfigError, KubeTransport, api_client
-from exporter.sources.snapshot import DEFAULT_MAX_INPUT_BYTES, load_snapshot
+from exporter.sources.snapshot import load_snapshot
+from exporter.sources.snapshot_input import DEFAULT_MAX_INPUT_BYTES
 from exporter.sources.version import read_server_minor
 from exporter.vocabulary import EventTypeLabel, Resource, RestartCause
 from exporter.web.app import StatusPages
@@ -219,6 +222,8 @@ class Exporter:
             if options.snapshot
             else "Kubernetes API",
             external_url=options.external_url,
+            shard=options.shard,
+            total_shards=options.total_shards,
         )
         self.routes = default_routes(metrics, ready=self.readiness, healthy=self.liveness)
         # The status pages answer every path the table does not name: /, /services/...,
@@ -399,10 +404,7 @@ class Exporter:
         thread.start()
 
     def _load_snapshot(self, source: str) -> None:
-        snapshot = load_snapshot(source, self.options.max_input_bytes)
-        self.store.replace_nodes(snapshot.nodes)
-        self.store.replace_services(snapshot.services)
-        self.store.replace_endpoint_slices(snapshot.endpoint_slices)
+        load_snapshot(source, self.options.max_input_bytes).write_to(self.store)
 
     def _start_informers(self, transport: KubeTransport) -> None:
         self._read_profile(transport, lenient=False)

@@ -14,7 +14,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from exporter.engine import Mechanism, ServiceVerdict
-from exporter.live.evaluator import ExporterState
+from exporter.live.result import ExporterState
 from exporter.metrics.families import HINT_FAMILIES
 from exporter.metrics.family import Family, MetricType, PerScrape, PerService, Sample, Scrape
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from exporter.live.evaluator import ExporterState, ServiceResult
+from exporter.live.result import ExporterState, ServiceResult
 from exporter.metrics.family import (
     Family,
     PerScrape,

@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from enum import Enum, auto
 
 from exporter.engine import ReadyNodes
-from exporter.engine.whatif import NO_FORECAST
-from exporter.live.evaluator import ExporterState, ServiceResult
+from exporter.engine.whatif.forecast import NO_FORECAST
+from exporter.live.result import ExporterState, ServiceResult
 from exporter.metrics.blocks import Row, SortedBlocks, Update
 from exporter.metrics.collector import ExportOptions, FamilyFilter, is_exported
 from exporter.metrics.columns import (

@@ -25,8 +25,8 @@ from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
 from exporter.engine import ReadyNodes, ServiceVerdict
-from exporter.engine.whatif import NO_FORECAST, EntryForecast
-from exporter.live.evaluator import ExporterState, ServiceResult
+from exporter.engine.whatif.forecast import NO_FORECAST, EntryForecast
+from exporter.live.result import ExporterState, ServiceResult
 
 PREFIX = "topology_hints_"
 

@@ -8,7 +8,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from exporter.live.evaluator import ExporterState
+from exporter.live.result import ExporterState
 from exporter.metrics.families import (
     BUILD_INFO,
     CROSS_ZONE_PRICE_PER_GIB,

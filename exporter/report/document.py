@@ -7,8 +7,10 @@ from typing import Any
 
 import msgspec
 
-from exporter.engine import Evaluation, ServiceVerdict
+from exporter.engine import ServiceVerdict
+from exporter.engine.problems import problems_of
 from exporter.engine.profile import Component, Profile
+from exporter.live.result import ExporterState
 
 
 def routing_fields(verdict: ServiceVerdict) -> dict[str, Any]:
@@ -50,7 +52,8 @@ def cross_zone_field(verdict: ServiceVerdict) -> dict[str, Any] | None:
     }
 
 
-def service_document(verdict: ServiceVerdict) -> dict[str, Any]:
+def service_document(verdict: ServiceVerdict, *, nodes_known: bool = True) -> dict[str, Any]:
+    """One entry. `nodes_known` is False only for a one-shot input without Nodes."""
     nearest = verdict.nearest_feasible
     return {
         "namespace": verdict.service.namespace,
@@ -83,14 +86,18 @@ def service_document(verdict: ServiceVerdict) -> dict[str, Any]:
         "notices": sorted(str(notice) for notice in verdict.notices),
         **routing_fields(verdict),
         "cross_zone": cross_zone_field(verdict),
+        # The problem table's ids (exporter.engine.problems), as every surface reads them.
+        "problems": [str(problem) for problem in problems_of(verdict, nodes_known=nodes_known)],
     }
 
 
-def evaluation_document(evaluation: Evaluation) -> dict[str, Any]:
+def evaluation_document(result: ExporterState, *, nodes_known: bool = True) -> dict[str, Any]:
     return {
-        "cluster": _cluster_document(evaluation),
-        "kubernetes": profile_document(evaluation.profile),
-        "services": [service_document(verdict) for verdict in evaluation.services],
+        "cluster": _cluster_document(result),
+        "kubernetes": profile_document(result.profile),
+        "services": [
+            service_document(verdict, nodes_known=nodes_known) for verdict in result.verdicts()
+        ],
     }
 
 
@@ -100,25 +107,27 @@ def _indented(value: object, depth: int) -> bytes:
     return formatted.replace(b"\n", b"\n" + b"  " * depth)
 
 
-def formatted_evaluation_document(evaluation: Evaluation) -> Iterator[bytes]:
+def formatted_evaluation_document(
+    result: ExporterState, *, nodes_known: bool = True
+) -> Iterator[bytes]:
     """The evaluation document, indented, in pieces: byte for byte
     `msgspec.json.format(encode(evaluation_document(...)), indent=2)`, without ever holding
     the whole document (10,000 Services make hundreds of MB of dicts and their text)."""
-    yield b'{\n  "cluster": ' + _indented(_cluster_document(evaluation), 1)
-    yield b',\n  "kubernetes": ' + _indented(profile_document(evaluation.profile), 1)
-    if not evaluation.services:
+    yield b'{\n  "cluster": ' + _indented(_cluster_document(result), 1)
+    yield b',\n  "kubernetes": ' + _indented(profile_document(result.profile), 1)
+    if not result.verdicts():
         yield b',\n  "services": []\n}'
         return
     yield b',\n  "services": ['
     separator = b"\n    "
-    for verdict in evaluation.services:
-        yield separator + _indented(service_document(verdict), 2)
+    for verdict in result.verdicts():
+        yield separator + _indented(service_document(verdict, nodes_known=nodes_known), 2)
         separator = b",\n    "
     yield b"\n  ]\n}"
 
 
-def _cluster_document(evaluation: Evaluation) -> dict[str, Any]:
-    capacity = evaluation.capacity
+def _cluster_document(result: ExporterState) -> dict[str, Any]:
+    capacity = result.capacity
     return {
         "sufficient_node_info": capacity.sufficient,
         "zone_cpu_ratio": dict(capacity.zone_ratios),

@@ -1,25 +1,18 @@
 """`explain` at cluster scale: which Services have a problem, a one-line summary of each, the
 exit status a CI gate reads, and warnings for a snapshot that lacks a kind of object.
 
-Pure rendering over an evaluation, like `exporter.report.explain`: no I/O.
+Pure rendering over an result, like `exporter.report.explain`: no I/O.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from enum import StrEnum
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from exporter.engine import (
-    ConfigIssue,
-    Evaluation,
-    ExpectedState,
-    Mechanism,
-    ProxyMode,
-    Routing,
-    ServiceVerdict,
-)
+from exporter.engine import Mechanism, ServiceVerdict
+from exporter.engine.problems import PROBLEM_ORDER, ProblemId, problems_of
+from exporter.live.result import ExporterState
 
 NODES, SERVICES, ENDPOINT_SLICES = "Nodes", "Services", "EndpointSlices"
 KINDS = (NODES, SERVICES, ENDPOINT_SLICES)
@@ -28,6 +21,8 @@ KINDS = (NODES, SERVICES, ENDPOINT_SLICES)
 EXIT_HINTS_OK = 0
 EXIT_HINTS_MISSING = 1
 EXIT_INCOMPLETE = 2
+# What `explain` fails on unless --fail-on says otherwise: every problem of the table.
+ALL_PROBLEMS: frozenset[ProblemId] = frozenset(ProblemId)
 
 # What each kind of object tells, so a warning can say what is unknown without it.
 _WITHOUT = {
@@ -45,118 +40,36 @@ _WITHOUT = {
         "no Service has endpoints to judge, so there is no verdict at all; only node info is shown"
     ),
 }
-# Config issues that mean the Service asked for hints in a way the controller ignores
-# (a misspelt value, or one this control plane's version or gates do not accept).
-_MISSPELLED_REQUESTS = frozenset(
-    {
-        ConfigIssue.UNKNOWN_ANNOTATION_VALUE,
-        ConfigIssue.UNKNOWN_TRAFFIC_DISTRIBUTION,
-        ConfigIssue.TRAFFIC_DISTRIBUTION_UNSUPPORTED,
-    }
-)
-_FOLLOWING_HINTS = frozenset({ProxyMode.PREFER_SAME_ZONE, ProxyMode.PREFER_SAME_NODE})
-_FOLLOWING_ROUTINGS = frozenset({Routing.SAME_ZONE, Routing.SAME_NODE})
 
 
-class Problem(StrEnum):
-    """Why a Service is listed by `--problems`, in the order the summary shows them."""
-
-    UNKNOWN = "unknown"  # its verdict needs objects the input lacks
-    OFF = "off"  # the controller removes (or would remove) every hint
-    PARTIAL = "partial"  # some ready endpoints lack hints: kube-proxy ignores them all
-    # A configured data plane gives some clients no endpoint although ready ones exist.
-    FAILS_CLOSED = "fails-closed"
-    INEFFECTIVE = "ineffective"  # hints are on, but a configured data plane follows them nowhere
-    DRIFTING = "drifting"  # the hints in place differ from what the controller should write
-    CONFIG = "config"  # a config issue (shadowing annotation, unknown value, ...)
+# -- the gate ----------------------------------------------------------------------------------
 
 
-# -- judging one verdict -----------------------------------------------------------------------
-
-
-def asks_for_hints(verdict: ServiceVerdict) -> bool:
-    """A hint mechanism applies, or the Service tried to ask with a value the controller ignores."""
-    return verdict.mechanism is not Mechanism.NONE or bool(
-        verdict.config_issues & _MISSPELLED_REQUESTS
-    )
-
-
-def problems(verdict: ServiceVerdict, *, nodes_known: bool = True) -> tuple[Problem, ...]:
-    if not verdict.proxied:
-        # Headless, ExternalName or not an IP address type: no data plane reads its hints, so
-        # whether they are written, complete or drifting changes no client's traffic.
-        return (Problem.CONFIG,) if verdict.config_issues else ()
-    found: list[Problem] = []
-    if not nodes_known and verdict.mechanism is Mechanism.AUTO:
-        found.append(Problem.UNKNOWN)
-    elif verdict.expected_state is ExpectedState.DISABLED:
-        found.append(Problem.OFF)
-    completeness = verdict.hint_completeness
-    partial = completeness is not None and 0 < completeness < 1
-    if partial:
-        found.append(Problem.PARTIAL)
-    if nodes_known and fails_closed(verdict):
-        found.append(Problem.FAILS_CLOSED)
-    if nodes_known and not partial and ineffective(verdict):
-        found.append(Problem.INEFFECTIVE)
-    if verdict.drift and (nodes_known or verdict.mechanism is not Mechanism.AUTO):
-        found.append(Problem.DRIFTING)
-    if verdict.config_issues:
-        found.append(Problem.CONFIG)
-    return tuple(found)
-
-
-def ineffective(verdict: ServiceVerdict) -> bool:
-    """Hints are expected and there are endpoints, yet some configured data plane routes no
-    client by them (same-node or same-zone): the status page's "traffic leaves its zone".
-
-    `local` does not count: under internalTrafficPolicy Local the policy, not the hints,
-    decides. Without routing (an evaluation with no data plane), kube-proxy's modes decide.
-    """
-    if verdict.expected_state is not ExpectedState.ENABLED or verdict.ready_endpoints == 0:
-        return False
-    views = [view for view in verdict.routing.values() if view.applies]
-    if views:
-        return any(
-            not any(_FOLLOWING_ROUTINGS.intersection(counts) for counts in view.nodes.values())
-            for view in views
-        )
-    proxy = verdict.proxy
-    return not proxy.same_node and not _FOLLOWING_HINTS.intersection(proxy.by_zone.values())
-
-
-def fails_closed(verdict: ServiceVerdict) -> bool:
-    """A configured data plane refuses some clients (not internalTrafficPolicy's drop)."""
-    return any(view.no_endpoint_nodes()[0] for view in verdict.routing.values())
-
-
-def gets_hints(verdict: ServiceVerdict) -> bool:
-    """The Service's hints are written and followed (or it does not ask for any)."""
-    if not asks_for_hints(verdict):
-        return True
-    gating = {Problem.OFF, Problem.PARTIAL, Problem.FAILS_CLOSED, Problem.INEFFECTIVE}
-    return verdict.mechanism is not Mechanism.NONE and not gating.intersection(problems(verdict))
-
-
-def exit_status(verdicts: Iterable[ServiceVerdict], missing: Mapping[str, str]) -> int:
-    """2: the input lacks a kind of object; 1: a Service asking for hints lacks them; else 0."""
+def exit_status(
+    verdicts: Iterable[ServiceVerdict],
+    missing: Mapping[str, str],
+    fail_on: Collection[ProblemId] = ALL_PROBLEMS,
+) -> int:
+    """2: the input lacks a kind of object; 1: an entry has a problem of `fail_on` (by
+    default any problem of the table, exactly what the alerts cover); else 0."""
     if missing:
         return EXIT_INCOMPLETE
-    if all(gets_hints(verdict) for verdict in verdicts):
-        return EXIT_HINTS_OK
-    return EXIT_HINTS_MISSING
+    for verdict in verdicts:
+        if any(problem in fail_on for problem in problems_of(verdict)):
+            return EXIT_HINTS_MISSING
+    return EXIT_HINTS_OK
 
 
 # -- choosing Services -------------------------------------------------------------------------
 
 
 def select(
-    evaluation: Evaluation, namespace: str | None, name: str | None
+    result: ExporterState, namespace: str | None, name: str | None
 ) -> tuple[ServiceVerdict, ...]:
     """The verdicts of one namespace (None: all), or of one Service; LookupError if it has none."""
     chosen = tuple(
         verdict
-        for verdict in evaluation.services
+        for verdict in result.verdicts()
         if (namespace is None or verdict.service.namespace == namespace)
         and (name is None or verdict.service.name == name)
     )
@@ -168,7 +81,7 @@ def select(
 def with_problems(
     verdicts: Iterable[ServiceVerdict], *, nodes_known: bool
 ) -> tuple[ServiceVerdict, ...]:
-    return tuple(verdict for verdict in verdicts if problems(verdict, nodes_known=nodes_known))
+    return tuple(verdict for verdict in verdicts if problems_of(verdict, nodes_known=nodes_known))
 
 
 def problems_first(
@@ -177,7 +90,7 @@ def problems_first(
     """Services with problems first, each group in namespace, name, address type order."""
     return sorted(
         verdicts,
-        key=lambda verdict: (not problems(verdict, nodes_known=nodes_known), verdict.key),
+        key=lambda verdict: (not problems_of(verdict, nodes_known=nodes_known), verdict.key),
     )
 
 
@@ -206,7 +119,7 @@ def summary_row(verdict: ServiceVerdict, *, nodes_known: bool, wide: bool) -> di
         "REASON": str(verdict.reason) if known_reason else "-",
         "READY": str(verdict.ready_endpoints),
         "HINTED": "-" if completeness is None else f"{completeness * 100:.0f}%",
-        "PROBLEMS": ",".join(problems(verdict, nodes_known=nodes_known)) or "-",
+        "PROBLEMS": ",".join(problems_of(verdict, nodes_known=nodes_known)) or "-",
         "ENDPOINTS BY ZONE": " ".join(f"{zone}={n}" for zone, n in verdict.zone_endpoints.items())
         or "-",
         "NEAREST FEASIBLE": nearest_words(verdict) if nodes_known else "-",
@@ -242,7 +155,7 @@ def count_line(verdicts: Sequence[ServiceVerdict], shown: int, *, nodes_known: b
     if not verdicts:
         return "0 Services"
     states = Counter(verdict_word(verdict, nodes_known=nodes_known) for verdict in verdicts)
-    found = [problems(verdict, nodes_known=nodes_known) for verdict in verdicts]
+    found = [problems_of(verdict, nodes_known=nodes_known) for verdict in verdicts]
     kinds = Counter(problem for listed in found for problem in listed)
     noun = "Service" if len(verdicts) == 1 else "Services"
     dual = len({verdict.service.key for verdict in verdicts}) < len(verdicts)
@@ -252,7 +165,7 @@ def count_line(verdicts: Sequence[ServiceVerdict], shown: int, *, nodes_known: b
     troubled = sum(1 for listed in found if listed)
     line += f"; {troubled} with problems"
     if kinds:
-        line += " (" + ", ".join(f"{kinds[p]} {p}" for p in Problem if kinds[p]) + ")"
+        line += " (" + ", ".join(f"{kinds[p]} {p}" for p in PROBLEM_ORDER if kinds[p]) + ")"
     if shown != len(verdicts):
         line += f"; {shown} shown"
     return line
@@ -278,7 +191,11 @@ def summary_text(
 
 
 def summary_document(
-    verdicts: Sequence[ServiceVerdict], missing: Mapping[str, str], *, only_problems: bool
+    verdicts: Sequence[ServiceVerdict],
+    missing: Mapping[str, str],
+    *,
+    only_problems: bool,
+    fail_on: Collection[ProblemId] = ALL_PROBLEMS,
 ) -> dict[str, Any]:
     nodes_known = NODES not in missing
     shown = problems_first(
@@ -287,7 +204,7 @@ def summary_document(
     )
     return {
         "missing": dict(missing),
-        "exit_status": exit_status(verdicts, missing),
+        "exit_status": exit_status(verdicts, missing, fail_on),
         "services": [
             {
                 "namespace": verdict.service.namespace,
@@ -298,8 +215,7 @@ def summary_document(
                 "reason": str(verdict.reason) if verdict.reason is not None else None,
                 "ready_endpoints": verdict.ready_endpoints,
                 "hint_completeness": verdict.hint_completeness,
-                "problems": [str(p) for p in problems(verdict, nodes_known=nodes_known)],
-                "gets_hints": None if not nodes_known else gets_hints(verdict),
+                "problems": [str(p) for p in problems_of(verdict, nodes_known=nodes_known)],
             }
             for verdict in shown
         ],

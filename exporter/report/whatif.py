@@ -12,29 +12,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from exporter.engine import ExpectedState, ServiceVerdict
-from exporter.engine.whatif import (
-    MAX_SCENARIO_COUNT,
-    Change,
-    EntryChange,
+from exporter.engine.whatif.feasibility import (
     Feasibility,
-    LoseNodes,
-    LoseZone,
-    Outcome,
-    Scale,
-    ScenarioError,
-    ScenarioStep,
-    WhatIf,
     endpoint_margin,
     rollout_refused_counts,
 )
-from exporter.report.explain import (
-    ExplainOptions,
-    field,
-    prose,
-    refusal_text,
-    share_words,
-    verdict_text,
+from exporter.engine.whatif.outcome import Change, EntryChange, Outcome, WhatIf
+from exporter.engine.whatif.scenario import (
+    MAX_SCENARIO_COUNT,
+    LoseNodes,
+    LoseZone,
+    Scale,
+    ScenarioError,
+    ScenarioStep,
 )
+from exporter.report.explain import ExplainOptions, field, prose, verdict_text
+from exporter.report.phrases import refusal_text, share_words
 
 # A Deployment's rolling update defaults, used when --rollout is given without them.
 DEFAULT_MAX_SURGE = "25%"

@@ -19,7 +19,7 @@ from exporter.sources.decode import (
     node_from_raw,
     service_from_raw,
 )
-from exporter.sources.informer import ResourceSpec
+from exporter.sources.spec import ResourceSpec
 from exporter.vocabulary import OPTIONAL_RESOURCES, ControllerEvent, Resource
 
 _Slim = TypeVar("_Slim")

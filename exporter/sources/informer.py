@@ -14,6 +14,10 @@ The watch stream's lines are read and decoded here rather than through
 `kubernetes.watch.Watch`: with `deserialize=False` it raises `KeyError: 'raw_object'` on
 an ERROR event (kubernetes 37.0.2), which is exactly the 410 Gone that must trigger a
 relist.
+
+This module is the loop; its parts live beside it: splitting the stream into lines
+(`exporter.sources.watchlines`), the waits and which failures count against a
+resourceVersion (`exporter.sources.retry`), what a resource is (`exporter.sources.spec`).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import dataclasses
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
@@ -41,41 +45,27 @@ from exporter.sources.decode import (
 )
 from exporter.sources.kubeapi import ApiStatusError, Timeouts, read_body
 from exporter.sources.lists import NOT_OLDER_THAN, ResourceReader
+from exporter.sources.retry import (
+    HTTP_FORBIDDEN,
+    Backoff,
+    blames_resource_version,
+    retry_after,
+)
+from exporter.sources.spec import RawObject, ResourceSpec
+from exporter.sources.watchlines import MAX_WATCH_LINE_BYTES, LineSplitter, OversizedLine
 from exporter.vocabulary import EventTypeLabel, Resource, RestartCause, event_type_label
 
-
-class _Metadata(Protocol):
-    @property
-    def name(self) -> str: ...
-    @property
-    def resourceVersion(self) -> str: ...  # noqa: N802 - the API's spelling
-
-
-class _RawObject(Protocol):
-    @property
-    def metadata(self) -> _Metadata: ...
-    @property
-    def kind(self) -> str: ...
-
-
-_Raw = TypeVar("_Raw", bound=_RawObject)
+_Raw = TypeVar("_Raw", bound=RawObject)
 _Slim = TypeVar("_Slim")
 
 HTTP_BAD_REQUEST = 400
 HTTP_UNPROCESSABLE = 422
-INITIAL_EVENTS_END = "k8s.io/initial-events-end"
-HTTP_FORBIDDEN = 403
 HTTP_GONE = 410
-HTTP_TOO_MANY_REQUESTS = 429
-HTTP_INTERNAL_SERVER_ERROR = 500
-HTTP_SERVICE_UNAVAILABLE = 503
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 _READ_CHUNK = 1 << 16
 # kube-apiserver sends a BOOKMARK on a watch with allowWatchBookmarks=true about once a minute
 # (its cacher's bookmarkFrequency), so two and a half minutes without one is a stall.
 WATCH_SILENCE_SECONDS = 150.0
-# The largest watch event read. etcd refuses requests over 1.5 MiB by default, so no stored
-# object's JSON comes near this; a longer line is skipped (see `watch_lines`).
-MAX_WATCH_LINE_BYTES = 16 * 1024 * 1024
 
 logger = structlog.get_logger("exporter.informer")
 
@@ -99,23 +89,6 @@ class InformerMetrics(Protocol):
     def watch_restart(self, resource: Resource, cause: RestartCause) -> None: ...
     def watch_event(self, resource: Resource, event_type: EventTypeLabel) -> None: ...
     def invalid_object(self, resource: Resource) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class ResourceSpec(Generic[_Raw, _Slim]):
-    resource: Resource
-    kind: str  # the only kind accepted on this resource's watch (LIST items carry none)
-    path: str
-    raw_type: type[_Raw]
-    # raw -> slim object, or None to ignore it (events of other reasons); may raise
-    # InvalidObjectError.
-    convert: Callable[[_Raw], _Slim | None]
-    field_selector: str | None = None
-    # Hint metrics wait for required resources; Events are optional (RBAC often lacks them).
-    required: bool = True
-    # For an object that fails to decode: whether it is one the exporter reads (None: all
-    # are). One that is not is skipped silently, neither counted nor logged as invalid.
-    relevant: Callable[[bytes | msgspec.Raw], bool] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,34 +134,6 @@ class WatchStalledError(Exception):
         super().__init__(f"no event or bookmark for {seconds:g} s (stopped {where})")
         # Bytes of an unfinished event were pending: a stall, whatever the server's bookmarks.
         self.partial = partial
-
-
-@dataclass(frozen=True, slots=True)
-class OversizedLine:
-    """A watch event longer than the line limit, skipped; its size in bytes."""
-
-    size: int
-
-
-class Backoff:
-    """Exponential backoff with full jitter, reset after a success."""
-
-    def __init__(self, initial: float, maximum: float, rng: random.Random | None = None) -> None:
-        self._initial = initial
-        self._maximum = maximum
-        self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
-        self._attempt = 0
-
-    def reset(self) -> None:
-        self._attempt = 0
-
-    def next_delay(self) -> float:
-        ceiling = min(self._maximum, self._initial * (2**self._attempt))
-        # Stop counting once the ceiling is reached: 2**1024 does not fit a float, and a long
-        # outage must not turn the backoff into an OverflowError.
-        if ceiling < self._maximum:
-            self._attempt += 1
-        return self._rng.uniform(ceiling / 2, ceiling)
 
 
 class Informer(Generic[_Raw, _Slim]):
@@ -293,7 +238,7 @@ class Informer(Generic[_Raw, _Slim]):
     def _on_error(self, error: Exception) -> None:
         if self._streaming_refused(error):
             return  # list instead, at once
-        if self._resource_version is not None and _blames_resource_version(error):
+        if self._resource_version is not None and blames_resource_version(error):
             self._resume_failed(error)
         self._failed(error)
 
@@ -530,14 +475,14 @@ class Informer(Generic[_Raw, _Slim]):
 
     def _failed(self, error: Exception) -> None:
         forbidden = isinstance(error, ApiStatusError) and error.status == HTTP_FORBIDDEN
-        retry_after = _retry_after(error)
+        requested = retry_after(error)
         cause: RestartCause = (
-            "forbidden" if forbidden else "throttled" if retry_after is not None else "error"
+            "forbidden" if forbidden else "throttled" if requested is not None else "error"
         )
         self._report(f"{cause}: {error}", cause, error)
-        if retry_after is not None:
+        if requested is not None:
             # As the server asks; the backoff still grows, for when it stops asking.
-            asked = min(retry_after, self._settings.retry_after_max)
+            asked = min(requested, self._settings.retry_after_max)
             delay = max(asked, self._backoff.next_delay())
         elif forbidden:
             delay = self._settings.forbidden_retry
@@ -563,103 +508,3 @@ class Informer(Generic[_Raw, _Slim]):
                 error=str(error),
                 cause=cause,
             )
-
-
-def _retry_after(error: Exception) -> float | None:
-    """The wait a 429 or 503 asked for (429 without Retry-After: the backoff's own)."""
-    if not isinstance(error, ApiStatusError):
-        return None
-    if error.status == HTTP_TOO_MANY_REQUESTS:
-        return error.retry_after if error.retry_after is not None else 0.0
-    if error.status == HTTP_SERVICE_UNAVAILABLE:
-        return error.retry_after
-    return None
-
-
-def _blames_resource_version(error: Exception) -> bool:
-    """Whether a failed watch counts towards listing again (see `Informer.run`).
-
-    Whatever the server answered does, whatever its code: a 400, a 500 or an ERROR event
-    answered on every resume from one resourceVersion would otherwise wedge the watch
-    forever (client-go's reflector lists again after such errors too), and so does data
-    that cannot be decoded. What says nothing about the resourceVersion does not: a
-    connection that cannot be made or breaks (a restarting API server must not cost every
-    client a relist), throttling, and 403 (RBAC).
-    """
-    if isinstance(error, ApiStatusError):
-        return _retry_after(error) is None and error.status not in {
-            HTTP_FORBIDDEN,
-            HTTP_TOO_MANY_REQUESTS,
-        }
-    return not _connection_failed(error)
-
-
-def _connection_failed(error: BaseException) -> bool:
-    """The connection could not be made, or broke: the network's failure, not an answer."""
-    if isinstance(error, urllib3.exceptions.MaxRetryError):
-        return error.reason is None or _connection_failed(error.reason)
-    return isinstance(
-        error,
-        urllib3.exceptions.NewConnectionError
-        | urllib3.exceptions.ConnectTimeoutError
-        | urllib3.exceptions.ProtocolError
-        | ConnectionError,
-    )
-
-
-class LineSplitter:
-    """Newline-delimited JSON from a watch's chunks, in time and memory linear in its length.
-
-    Each chunk is scanned once for newlines, and a line split over chunks is kept as its
-    pieces, joined once when its newline arrives: growing one buffer (`pending += chunk`)
-    and splitting all of it at every chunk copied and rescanned a long line once per chunk,
-    which took 25 s for a 64 MB line. A line longer than `limit` is not kept: its bytes are
-    dropped as they arrive until its newline, and it comes out as an OversizedLine.
-    Blank lines are skipped.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
-        self._parts: list[bytes] = []
-        self._size = 0  # bytes of the unfinished line so far, kept or not
-
-    @property
-    def pending(self) -> bool:
-        """Whether an unfinished line has begun."""
-        return self._size > 0
-
-    def feed(self, chunk: bytes) -> list[bytes | OversizedLine]:
-        """The lines this chunk completes."""
-        lines: list[bytes | OversizedLine] = []
-        start = 0
-        while (end := chunk.find(b"\n", start)) >= 0:
-            self._size += end - start
-            if self._parts and self._size <= self._limit:
-                self._parts.append(chunk[start:end])
-                self._emit(lines, b"".join(self._parts))
-            else:
-                self._emit(lines, chunk[start:end])
-            self._parts, self._size = [], 0
-            start = end + 1
-        if start < len(chunk):
-            self._size += len(chunk) - start
-            if self._size > self._limit:
-                self._parts = []
-            else:
-                self._parts.append(chunk[start:] if start else chunk)
-        return lines
-
-    def finish(self) -> list[bytes | OversizedLine]:
-        """The last line, when the stream ends without a newline."""
-        lines: list[bytes | OversizedLine] = []
-        if self._size:
-            self._emit(lines, b"".join(self._parts))
-        self._parts, self._size = [], 0
-        return lines
-
-    def _emit(self, lines: list[bytes | OversizedLine], line: bytes) -> None:
-        # self._size is the whole line's length, even when its bytes were dropped.
-        if self._size > self._limit:
-            lines.append(OversizedLine(self._size))
-        elif line.strip():
-            lines.append(line)

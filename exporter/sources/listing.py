@@ -15,7 +15,6 @@ import msgspec
 import urllib3
 
 from exporter.sources.cluster import ENDPOINT_SLICES, NODES, SERVICES
-from exporter.sources.informer import ResourceSpec
 from exporter.sources.kubeapi import (
     ApiStatusError,
     KubeTransport,
@@ -25,6 +24,7 @@ from exporter.sources.kubeapi import (
 )
 from exporter.sources.lists import ResourceReader
 from exporter.sources.snapshot import Snapshot
+from exporter.sources.spec import ResourceSpec
 from exporter.sources.version import read_server_minor
 
 HTTP_FORBIDDEN = 403

@@ -18,7 +18,7 @@ Two ways to ask, as client-go's reflector and kube-state-metrics' --use-apiserve
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import msgspec
 
@@ -29,11 +29,9 @@ from exporter.sources.decode import (
     ListPage,
     ObjectDecoder,
 )
+from exporter.sources.spec import RawObject, ResourceSpec
 
-if TYPE_CHECKING:
-    from exporter.sources.informer import ResourceSpec, _RawObject
-
-_Raw = TypeVar("_Raw", bound="_RawObject")
+_Raw = TypeVar("_Raw", bound=RawObject)
 _Slim = TypeVar("_Slim")
 
 NOT_OLDER_THAN = "NotOlderThan"

@@ -13,32 +13,24 @@ is bounded (`max_bytes`), special files are refused, text must be UTF-8 (or UTF-
 a byte-order mark, as Windows PowerShell writes it), YAML aliases may not expand the
 document by more than `MAX_ALIAS_NODES` nodes, and an object given twice is an error
 (it would silently change zone shares or endpoint counts).
+
+This module turns the input into objects and decides every error message about them;
+the bytes are read, bounded and checked by `exporter.sources.snapshot_input`, YAML is
+loaded within bounds by `exporter.sources.snapshot_yaml`.
 """
 
 from __future__ import annotations
 
 import codecs
-import functools
 import os
-import re
-import stat
-import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 import msgspec
 
-from exporter.engine import (
-    DEFAULT_DATAPLANES,
-    DataPlane,
-    EndpointSlice,
-    Evaluation,
-    Node,
-    Service,
-    evaluate,
-)
-from exporter.engine.profile import ASSUMED, Profile
+from exporter.engine import EndpointSlice, Node, Service
+from exporter.live.store import ClusterStore
 from exporter.sources.decode import (
     InvalidObjectError,
     JsonDecoder,
@@ -53,22 +45,17 @@ from exporter.sources.decode import (
     node_from_raw,
     service_from_raw,
 )
-
-if TYPE_CHECKING:
-    import yaml
-
-STDIN = "-"
-# Far above any real cluster (kubectl's JSON for 5,000 nodes and 150,000 endpoints is a
-# few hundred MB), and still a bound: /dev/zero on stdin stops here.
-DEFAULT_MAX_INPUT_BYTES = 1 << 30
-# Nodes that YAML aliases may add beyond the document's own: generous for hand-written
-# anchors, far below a "billion laughs" expansion.
-MAX_ALIAS_NODES = 100_000
-_READ_CHUNK = 1 << 20
-
-
-class SnapshotError(Exception):
-    """The snapshot cannot be used; the message is one line naming the file and the object."""
+from exporter.sources.snapshot_input import (
+    DEFAULT_MAX_INPUT_BYTES,
+    STDIN,
+    ChunkReader,
+    SnapshotError,
+    StreamDeclinedError,
+    open_regular,
+    read_input,
+    utf8,
+)
+from exporter.sources.snapshot_yaml import AliasError, yaml_documents, yaml_error
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,93 +64,11 @@ class Snapshot:
     services: tuple[Service, ...]
     endpoint_slices: tuple[EndpointSlice, ...]
 
-    def evaluate(
-        self, dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES, profile: Profile = ASSUMED
-    ) -> Evaluation:
-        return evaluate(self.nodes, self.services, self.endpoint_slices, dataplanes, profile)
-
-
-# -- bytes --------------------------------------------------------------------------------
-
-
-def _too_large(source: str, max_bytes: int) -> SnapshotError:
-    return SnapshotError(f"{source}: larger than {max_bytes} bytes (see --max-input-bytes)")
-
-
-def _read_stream(source: str, stream: IO[bytes], max_bytes: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while chunk := stream.read(min(_READ_CHUNK, max_bytes + 1 - size)):
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > max_bytes:
-            raise _too_large(source, max_bytes)
-    return b"".join(chunks)
-
-
-def _open_regular(source: str, max_bytes: int) -> int:
-    """A descriptor of the regular file `source`, at most max_bytes long."""
-    try:
-        # O_NONBLOCK: opening a FIFO without a writer would otherwise wait for ever.
-        fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        try:
-            status = os.fstat(fd)
-        except OSError:
-            os.close(fd)
-            raise
-    except OSError as error:
-        raise SnapshotError(f"{source}: cannot read: {error.strerror or error}") from None
-    problem = None
-    if stat.S_ISDIR(status.st_mode):
-        problem = SnapshotError(f"{source}: is a directory")
-    elif not stat.S_ISREG(status.st_mode):
-        problem = SnapshotError(
-            f"{source}: not a regular file (a FIFO, device or socket); "
-            "pipe it to --snapshot - instead"
-        )
-    elif status.st_size > max_bytes:
-        problem = _too_large(source, max_bytes)
-    if problem is not None:
-        os.close(fd)
-        raise problem
-    return fd
-
-
-def read_input(source: str, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> bytes:
-    """The bytes of a regular file, or of stdin for "-", at most max_bytes of them."""
-    if source == STDIN:
-        return _read_stream(source, sys.stdin.buffer, max_bytes)
-    fd = _open_regular(source, max_bytes)
-    try:
-        with os.fdopen(fd, "rb", closefd=False) as stream:
-            return _read_stream(source, stream, max_bytes)
-    except OSError as error:
-        raise SnapshotError(f"{source}: cannot read: {error.strerror or error}") from None
-    finally:
-        os.close(fd)
-
-
-def _utf8(source: str, data: bytes) -> bytes:
-    """The input as UTF-8 without a byte-order mark; SnapshotError if it is not text."""
-    if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8) :]
-    elif data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        try:
-            return data.decode("utf-16").encode()
-        except UnicodeDecodeError:
-            raise SnapshotError(f"{source}: not text (starts as UTF-16 but is not)") from None
-    # Checked in chunks: decoding the whole file at once would hold a copy of it.
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    view = memoryview(data)
-    for start in range(0, len(data), _READ_CHUNK):
-        try:
-            decoder.decode(
-                view[start : start + _READ_CHUNK], final=start + _READ_CHUNK >= len(data)
-            )
-        except UnicodeDecodeError as error:
-            offset = start + error.start
-            raise SnapshotError(f"{source}: not UTF-8 text (byte {offset})") from None
-    return data
+    def write_to(self, store: ClusterStore) -> None:
+        """Into the store, each kind replaced whole, as the informers' first lists do."""
+        store.replace_nodes(self.nodes)
+        store.replace_services(self.services)
+        store.replace_endpoint_slices(self.endpoint_slices)
 
 
 # -- objects ------------------------------------------------------------------------------
@@ -292,178 +197,20 @@ def _parse_json(source: str, data: bytes) -> Snapshot | None:
 # well-formed input.
 
 
-class _StreamDeclinedError(Exception):
-    """The streamed reading cannot decide; decode the whole file instead."""
-
-
-_WHITESPACE = re.compile(rb"[ \t\r\n]*")
-# After the opening quote: the rest of a string, its closing quote included.
-_STRING_REST = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_SCALAR = re.compile(rb"[^ \t\r\n,:\[\]{}\"]+")
-_STRUCTURE = re.compile(rb'["\[\]{}]')
-_SKIP_VALUE = msgspec.json.Decoder(msgspec.Raw)
-_TRUNCATED = "Input data was truncated"
-_TRAILING = re.compile(r"trailing characters \(byte ([0-9]+)\)")
-# Bytes kept before the read position when the buffer is refilled: enough to see the
-# indentation of an item's opening brace.
-_HISTORY = 256
-
-
-class _ChunkReader:
-    """A window over a byte stream, refilled in chunks, checked to be UTF-8 as it comes."""
-
-    def __init__(self, source: str, stream: IO[bytes], max_bytes: int) -> None:
-        self._source = source
-        self._stream = stream
-        self._max_bytes = max_bytes
-        self._size = 0
-        self._utf8 = codecs.getincrementaldecoder("utf-8")()
-        self.buffer = b""
-        self.pos = 0
-        self.eof = False
-
-    def more(self) -> bool:
-        """Append a chunk to the window (dropping what lies well behind pos); False at EOF."""
-        if self.eof:
-            return False
-        chunk = self._stream.read(min(_READ_CHUNK, self._max_bytes + 1 - self._size))
-        try:
-            self._utf8.decode(chunk, final=not chunk)
-        except UnicodeDecodeError:
-            raise _StreamDeclinedError from None
-        if not chunk:
-            self.eof = True
-            return False
-        self._size += len(chunk)
-        if self._size > self._max_bytes:
-            raise _too_large(self._source, self._max_bytes)
-        start = max(0, self.pos - _HISTORY)
-        self.buffer = self.buffer[start:] + chunk
-        self.pos -= start
-        return True
-
-    def skip_whitespace(self) -> int | None:
-        """The next byte that is not whitespace (pos is on it); None at the end."""
-        while True:
-            match = _WHITESPACE.match(self.buffer, self.pos)
-            self.pos = match.end() if match else self.pos
-            if self.pos < len(self.buffer):
-                return self.buffer[self.pos]
-            if not self.more():
-                return None
-
-    def expect(self, byte: bytes) -> None:
-        if self.skip_whitespace() != byte[0]:
-            raise _StreamDeclinedError
-        self.pos += 1
-
-    def value_end(self) -> int:
-        """Where the JSON value at pos ends (a scan of strings and brackets, not a parse)."""
-        if self.buffer[self.pos] not in b'"[{':
-            return self._scalar_end()
-        depth = 0
-        # Relative to pos: refilling the buffer moves pos, never what lies after it.
-        scanned = 0
-        while True:
-            match = _STRUCTURE.search(self.buffer, self.pos + scanned)
-            if match is None:
-                scanned = len(self.buffer) - self.pos
-                if not self.more():
-                    raise _StreamDeclinedError
-                continue
-            token = match.group()
-            if token == b'"':
-                scanned = self._string_end(match.end() - self.pos)
-            else:
-                scanned = match.end() - self.pos
-                depth += 1 if token in b"[{" else -1
-            if depth == 0:
-                return self.pos + scanned
-
-    def _scalar_end(self) -> int:
-        while True:
-            match = _SCALAR.match(self.buffer, self.pos)
-            if match is None:
-                raise _StreamDeclinedError
-            if match.end() < len(self.buffer) or not self.more():
-                return match.end()
-
-    def _string_end(self, after_quote: int) -> int:
-        """Past the closing quote of the string whose opening quote ends before after_quote."""
-        while (string := _STRING_REST.match(self.buffer, self.pos + after_quote)) is None:
-            if not self.more():
-                raise _StreamDeclinedError
-        return string.end() - self.pos
-
-    def take_value(self) -> bytes:
-        """The JSON value at pos, which pos then passes."""
-        end = self.value_end()
-        # value_end may refill the buffer, which moves pos (and end with it).
-        value = self.buffer[self.pos : end]
-        self.pos = end
-        return value
-
-    def take_item(self) -> bytes:
-        """The array element at pos, found fast where it is laid out as kubectl prints it.
-
-        kubectl indents: an item's closing brace is the first line holding only a brace at
-        the indentation of its opening one. The guess is confirmed by the caller's decode,
-        which fails unless the bytes are exactly one JSON value.
-        """
-        line_start = self.buffer.rfind(b"\n", 0, self.pos) + 1
-        indent = self.buffer[line_start : self.pos] if line_start else b"?"
-        if self.buffer[self.pos] != ord("{") or indent.strip(b" \t"):
-            return self._take_decoded()
-        closing = b"\n" + indent + b"}"
-        searched = 0  # relative to pos, as in value_end
-        while (found := self.buffer.find(closing, self.pos + searched)) < 0:
-            searched = max(0, len(self.buffer) - len(closing) - self.pos)
-            if not self.more():
-                return self._take_decoded()
-        end = found + len(closing)
-        value = self.buffer[self.pos : end]
-        self.pos = end
-        return value
-
-    def _take_decoded(self) -> bytes:
-        """The value at pos, its end found by msgspec: decoding the window, it names the
-        first byte past the value. What it cannot tell is left to value_end's scan."""
-        while True:
-            try:
-                _SKIP_VALUE.decode(memoryview(self.buffer)[self.pos :])
-            except msgspec.DecodeError as error:
-                if str(error) == _TRUNCATED and self.more():
-                    continue
-                past = _TRAILING.search(str(error))
-                if past is None:
-                    return self.take_value()
-                # msgspec counts the byte it stopped at, the first one past the value
-                # and its whitespace; a miscount fails the caller's exact decode.
-                end = self.pos + int(past.group(1)) - 1
-            except RecursionError:
-                # Nested deeper than msgspec goes: the scan decides, the decode refuses.
-                return self.take_value()
-            else:
-                end = len(self.buffer)
-            value = self.buffer[self.pos : end]
-            self.pos = end
-            return value
-
-
-def _stream_items(reader: _ChunkReader) -> Iterator[bytes]:
+def _stream_items(reader: ChunkReader) -> Iterator[bytes]:
     if reader.skip_whitespace() == ord("]"):
         reader.pos += 1
         return
     while True:
         if reader.skip_whitespace() is None:
-            raise _StreamDeclinedError
+            raise StreamDeclinedError
         yield reader.take_item()
         after = reader.skip_whitespace()
         reader.pos += 1
         if after == ord("]"):
             return
         if after != ord(","):
-            raise _StreamDeclinedError
+            raise StreamDeclinedError
 
 
 def _add_streamed_item(collector: _Collector, item: bytes) -> None:
@@ -475,18 +222,18 @@ def _add_streamed_item(collector: _Collector, item: bytes) -> None:
         collector.add(spec.decoder.kind, spec.convert(spec.decoder.decode(item)))
 
 
-def _stream_top_level(reader: _ChunkReader, collector: _Collector) -> dict[str, bytes]:
+def _stream_top_level(reader: ChunkReader, collector: _Collector) -> dict[str, bytes]:
     """The List's members other than its items, which go to the collector as they come."""
     top: dict[str, bytes] = {}
     reader.expect(b"{")
     while True:
         if reader.skip_whitespace() != ord('"'):
-            raise _StreamDeclinedError
+            raise StreamDeclinedError
         key = _KIND_TEXT.decode(reader.take_value())
         reader.expect(b":")
         # A key given twice: msgspec keeps the last; let the whole-file decoding say so.
         if reader.skip_whitespace() is None or key in top:
-            raise _StreamDeclinedError
+            raise StreamDeclinedError
         if key == "items" and reader.buffer[reader.pos] == ord("["):
             reader.pos += 1
             for item in _stream_items(reader):
@@ -499,124 +246,31 @@ def _stream_top_level(reader: _ChunkReader, collector: _Collector) -> dict[str, 
         if after == ord("}"):
             return top
         if after != ord(","):
-            raise _StreamDeclinedError
+            raise StreamDeclinedError
 
 
 def _stream_json(source: str, stream: IO[bytes], max_bytes: int) -> Snapshot:
-    """A JSON List decoded item by item; _StreamDeclinedError if it is anything else."""
-    reader = _ChunkReader(source, stream, max_bytes)
+    """A JSON List decoded item by item; StreamDeclinedError if it is anything else."""
+    reader = ChunkReader(source, stream, max_bytes)
     if not reader.more():
-        raise _StreamDeclinedError
+        raise StreamDeclinedError
     if reader.buffer.startswith(codecs.BOM_UTF8):
         reader.pos = len(codecs.BOM_UTF8)
     collector = _Collector(source)
     try:
         top = _stream_top_level(reader, collector)
     except (SnapshotError, InvalidObjectError, msgspec.DecodeError, NestingError):
-        raise _StreamDeclinedError from None
+        raise StreamDeclinedError from None
     # Only a List whose items were streamed; a single object, an 'items' that is null or
     # not a list, or a missing kind is decoded (or refused) whole.
     if reader.skip_whitespace() is not None or top.get("items") != b"[]":
-        raise _StreamDeclinedError
+        raise StreamDeclinedError
     if _kind_of(msgspec.Raw(top["kind"]) if "kind" in top else None) is None:
-        raise _StreamDeclinedError
+        raise StreamDeclinedError
     return collector.snapshot()
 
 
 # -- YAML ---------------------------------------------------------------------------------
-
-# PyYAML is imported on the first YAML input, not at start: JSON snapshots and the live
-# path never need it.
-
-
-class _AliasError(Exception):
-    pass
-
-
-def _check_expansion(root: yaml.Node) -> None:
-    """Refuse a document whose aliases, expanded, add more than MAX_ALIAS_NODES nodes.
-
-    Counted on the composed graph, where an alias is one shared node, before anything
-    is constructed: expansion (by the constructor, by merge keys, or by whoever walks the
-    result) is what costs time and memory, and it is bounded by this count.
-    """
-    import yaml  # noqa: PLC0415 - loaded with the first YAML input
-
-    def children(node: yaml.Node) -> list[yaml.Node]:
-        if isinstance(node, yaml.SequenceNode):
-            return list(node.value)
-        if isinstance(node, yaml.MappingNode):
-            return [part for pair in node.value for part in pair]
-        return []
-
-    sizes: dict[int, int] = {}
-    open_nodes: set[int] = set()
-    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
-    while stack:
-        node, finished = stack.pop()
-        key = id(node)
-        if finished:
-            open_nodes.discard(key)
-            sizes[key] = 1 + sum(sizes[id(child)] for child in children(node))
-            continue
-        if key in sizes:
-            continue
-        if key in open_nodes:
-            raise _AliasError("YAML aliases refer to their own ancestors")
-        open_nodes.add(key)
-        stack.append((node, True))
-        stack.extend((child, False) for child in children(node) if id(child) not in sizes)
-    if sizes[id(root)] - len(sizes) > MAX_ALIAS_NODES:
-        raise _AliasError(f"YAML aliases expand to more than {MAX_ALIAS_NODES} extra nodes")
-
-
-@functools.cache
-def _bounded_yaml_loader() -> type[Any]:
-    """PyYAML's safe loader (the C one when built), refusing alias bombs."""
-    import yaml  # noqa: PLC0415 - loaded with the first YAML input
-
-    base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-    class BoundedYamlLoader(base):  # type: ignore[misc]
-        # Without a "*" in the text there is no alias, and no need to walk each document.
-        may_have_aliases = True
-
-        def construct_document(self, node: yaml.Node) -> object:
-            if self.may_have_aliases:
-                _check_expansion(node)
-            return super().construct_document(node)
-
-    return BoundedYamlLoader
-
-
-def _yaml_documents(data: bytes) -> Iterator[Any]:
-    loader = _bounded_yaml_loader()(data)
-    loader.may_have_aliases = b"*" in data
-    try:
-        while loader.check_data():
-            document = loader.get_data()
-            if document is not None:
-                yield document
-    finally:
-        loader.dispose()
-
-
-def _yaml_error(source: str, error: Exception) -> SnapshotError:
-    import yaml  # noqa: PLC0415 - loaded with the first YAML input
-
-    if isinstance(error, _AliasError):
-        return SnapshotError(f"{source}: {error}")
-    if isinstance(error, RecursionError):
-        return SnapshotError(f"{source}: YAML nested too deeply")
-    if isinstance(error, yaml.YAMLError):
-        mark = getattr(error, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        return SnapshotError(f"{source}: not JSON or YAML{where}")
-    # ValueError/OverflowError from a scalar's constructor: an integer of more than
-    # 4,300 digits, a date such as 2020-13-45.
-    return SnapshotError(
-        f"{source}: YAML holds a value that cannot be read (an invalid date or an oversized number)"
-    )
 
 
 def _yaml_items(source: str, documents: Iterator[Any]) -> Iterator[tuple[int, Any]]:
@@ -643,7 +297,7 @@ def _parse_yaml(source: str, data: bytes) -> Snapshot:
 
     collector = _Collector(source)
     try:
-        for index, item in _yaml_items(source, _yaml_documents(data)):
+        for index, item in _yaml_items(source, yaml_documents(data)):
             if not isinstance(item, dict):
                 raise SnapshotError(f"{source}: item {index} is not an object")
             kind = item.get("kind")
@@ -654,8 +308,8 @@ def _parse_yaml(source: str, data: bytes) -> Snapshot:
                 except InvalidObjectError as error:
                     raise SnapshotError(f"{source}: {error}") from None
                 collector.add(spec.decoder.kind, decoded)
-    except (_AliasError, yaml.YAMLError, RecursionError, ValueError, OverflowError) as error:
-        raise _yaml_error(source, error) from None
+    except (AliasError, yaml.YAMLError, RecursionError, ValueError, OverflowError) as error:
+        raise yaml_error(source, error) from None
     return collector.snapshot()
 
 
@@ -664,7 +318,7 @@ def _parse_yaml(source: str, data: bytes) -> Snapshot:
 
 def parse_snapshot(source: str, data: bytes) -> Snapshot:
     """Decode a snapshot's bytes; raises SnapshotError with a one-line message."""
-    data = _utf8(source, data)
+    data = utf8(source, data)
     if not data.strip():
         raise SnapshotError(f"{source}: empty: expected a Kubernetes List")
     snapshot = _parse_json(source, data)
@@ -678,11 +332,11 @@ def load_snapshot(source: str, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> Snap
     YAML and anything the stream declines are read whole.
     """
     if source != STDIN:
-        fd = _open_regular(source, max_bytes)
+        fd = open_regular(source, max_bytes)
         try:
             with os.fdopen(fd, "rb", closefd=False) as stream:
                 return _stream_json(source, stream, max_bytes)
-        except _StreamDeclinedError:
+        except StreamDeclinedError:
             pass
         except OSError as error:
             raise SnapshotError(f"{source}: cannot read: {error.strerror or error}") from None

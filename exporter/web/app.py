@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from exporter import __version__
-from exporter.live.evaluator import ExporterState
+from exporter.live.result import ExporterState
 from exporter.report.document import evaluation_document, service_document
 from exporter.web.links import API_PATH, SERVICES_PATH, Links
 from exporter.web.render import (
@@ -26,6 +26,7 @@ from exporter.web.render import (
     not_found_page,
     preload,
     service_page,
+    shard_notice,
 )
 from exporter.web.table import Query, QueryError, StatusView, status_view
 
@@ -70,7 +71,7 @@ class _PerState:
         view = self.view(state)
         with self._lock:
             if self._evaluation_json is None or self._state is not state:
-                document = evaluation_document(view.evaluation)
+                document = evaluation_document(view.state)
                 self._evaluation_json = msgspec.json.encode(document) + b"\n"
             return self._evaluation_json
 
@@ -86,8 +87,11 @@ class StatusPages:
         watches: Callable[[], tuple[WatchHealth, ...]] = tuple,
         source: str = "",
         external_url: str | None = None,
+        shard: int = 0,
+        total_shards: int = 1,
     ) -> None:
         self._state = state
+        self._shard_notice = shard_notice(shard, total_shards)
         self._readiness = readiness
         self._watches = watches
         self._source = source
@@ -177,6 +181,7 @@ class StatusPages:
             readiness=readiness,
             evaluated_at=evaluated_at,
             watches=self._watches(),
+            shard_notice=self._shard_notice,
         )
 
     def _not_found(self, state: ExporterState, message: str) -> tuple[str, str, bytes]:

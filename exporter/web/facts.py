@@ -11,51 +11,31 @@ from dataclasses import dataclass
 
 from exporter.engine import (
     ClusterCapacity,
-    Evaluation,
-    ExpectedState,
     Mechanism,
     ProxyMode,
     ServiceVerdict,
 )
 from exporter.engine.allocation import OVERLOAD_LIMIT, refusal_reason
-from exporter.report.explain import (
-    _MODE_TEXT,
-    AVOIDABLE_WORTH_SAYING,
+from exporter.engine.whatif.feasibility import Margin
+from exporter.live.result import ExporterState
+from exporter.report.advice import advisor_range, margin_text, node_fix, node_lack, suggestion
+from exporter.report.explain import ExplainOptions, profile_lines
+from exporter.report.phrases import MODE_TEXT as _MODE_TEXT
+from exporter.report.phrases import (
     TABLE_COLUMNS,
-    ExplainOptions,
-    advisor_range,
-    cross_zone_text,
+    Tone,
     drift_texts,
     event_text,
     load_warnings,
     mechanism_text,
-    node_fix,
-    node_lack,
     percent,
     profile_effect,
-    profile_lines,
-    suggestion,
     table_rows,
     whole_percent,
     why_text,
     zone_name,
 )
-
-PLAIN = ExplainOptions(color=False)
-
-
-def has_overloaded_zone(verdict: ServiceVerdict) -> bool:
-    """Whether `load_warnings` has anything to say, without writing its sentences.
-
-    Asked of every Service of the cluster for each new state, so it must be cheap.
-    """
-    by_zone = verdict.proxy.by_zone
-    return any(
-        zone_verdict.load_factor is not None
-        and zone_verdict.load_factor > OVERLOAD_LIMIT
-        and by_zone.get(zone) is ProxyMode.PREFER_SAME_ZONE
-        for zone, zone_verdict in verdict.zones.items()
-    )
+from exporter.report.traffic import AVOIDABLE_WORTH_SAYING, cross_zone_text, routing_text
 
 
 def share(ratio: float) -> str:
@@ -91,12 +71,12 @@ class ClusterFacts:
     kubernetes: tuple[str, ...] = ()
 
 
-def cluster_facts(evaluation: Evaluation) -> ClusterFacts:
-    capacity = evaluation.capacity
-    by_zone = evaluation.nodes.by_zone
+def cluster_facts(result: ExporterState) -> ClusterFacts:
+    capacity = result.capacity
+    by_zone = result.nodes.by_zone
     return ClusterFacts(
         sufficient=capacity.sufficient,
-        ready_nodes=len(evaluation.nodes.zone_of),
+        ready_nodes=len(result.nodes.zone_of),
         zones=tuple(
             ZoneShare(
                 zone=zone,
@@ -110,7 +90,7 @@ def cluster_facts(evaluation: Evaluation) -> ClusterFacts:
             NodeFix(problem.node, node_lack(problem), node_fix(problem))
             for problem in capacity.problems
         ),
-        kubernetes=tuple(profile_lines(evaluation.profile, ExplainOptions(color=False))),
+        kubernetes=tuple(profile_lines(result.profile, ExplainOptions(color=False))),
     )
 
 
@@ -186,6 +166,34 @@ def cross_zone_rows(verdict: ServiceVerdict) -> tuple[CrossZoneRow, ...]:
 
 
 @dataclass(frozen=True, slots=True)
+class RoutingLine:
+    """Where one configured data plane sends this Service's traffic, in explain's words."""
+
+    dataplane: str
+    text: str
+    # "good" when every client's traffic stays local, "bad" when it fails closed.
+    tone: str
+
+
+# explain's terminal colours as the pages' tones; bold (no routing at all) has none.
+_TONES = {Tone.GOOD: "good", Tone.WARN: "warn", Tone.BAD: "bad"}
+
+
+def routing_lines(result: ExporterState, verdict: ServiceVerdict) -> tuple[RoutingLine, ...]:
+    """Per configured data plane, in the configured order, as explain's "Effective routing"."""
+    lines = []
+    for dataplane, view in verdict.routing.items():
+        text, tone = routing_text(dataplane, view, result.nodes)
+        lines.append(RoutingLine(str(dataplane), text, _TONES.get(tone, "")))
+    return tuple(lines)
+
+
+def margin_words(margin: Margin) -> str:
+    """explain's "Margin" sentence; the list's Margin column says the same."""
+    return margin_text(margin)
+
+
+@dataclass(frozen=True, slots=True)
 class ServiceFacts:
     verdict: ServiceVerdict
     mechanism: str
@@ -208,6 +216,12 @@ class ServiceFacts:
     version_skew: str | None = None
     # Per data plane; empty where no routing applies.
     cross_zone: tuple[CrossZoneRow, ...] = ()
+    # Per configured data plane, in the configured order (behaviour §10).
+    routing: tuple[RoutingLine, ...] = ()
+    # The command that does what the suggestion says, whole, as explain prints it.
+    suggestion_command: str | None = None
+    # How far the endpoint count may move before hints turn off (enabled `auto` only).
+    margin: str | None = None
 
 
 def completeness_words(verdict: ServiceVerdict) -> tuple[str, str | None]:
@@ -225,11 +239,11 @@ def completeness_words(verdict: ServiceVerdict) -> tuple[str, str | None]:
     return words, None
 
 
-def proxy_rows(evaluation: Evaluation, verdict: ServiceVerdict) -> tuple[ProxyRow, ...]:
+def proxy_rows(result: ExporterState, verdict: ServiceVerdict) -> tuple[ProxyRow, ...]:
     proxy = verdict.proxy
     rows = []
     for zone, mode in proxy.by_zone.items():
-        nodes = [n for n in evaluation.nodes.by_zone.get(zone, ()) if n not in proxy.same_node]
+        nodes = [n for n in result.nodes.by_zone.get(zone, ()) if n not in proxy.same_node]
         meaning = _MODE_TEXT[mode] if nodes else "every node of the zone is in PreferSameNode"
         rows.append(
             ProxyRow(
@@ -263,9 +277,13 @@ def advisor_steps(capacity: ClusterCapacity, verdict: ServiceVerdict) -> tuple[A
     )
 
 
-def service_facts(evaluation: Evaluation, verdict: ServiceVerdict) -> ServiceFacts:
+def service_facts(
+    result: ExporterState, verdict: ServiceVerdict, margin: Margin | None = None
+) -> ServiceFacts:
+    """`margin`: the live forecast's endpoint margin of this entry (the list shows it too)."""
     auto = verdict.mechanism is Mechanism.AUTO
-    capacity = evaluation.capacity
+    capacity = result.capacity
+    advice = suggestion(capacity, verdict) if auto and capacity.sufficient else None
     completeness, warning = completeness_words(verdict)
     same_node = (
         f"{ProxyMode.PREFER_SAME_NODE} on {', '.join(verdict.proxy.same_node)}: "
@@ -276,11 +294,11 @@ def service_facts(evaluation: Evaluation, verdict: ServiceVerdict) -> ServiceFac
     return ServiceFacts(
         verdict=verdict,
         mechanism=mechanism_text(verdict),
-        why=why_text(evaluation, verdict),
+        why=why_text(result, verdict),
         expected_event=event_text(verdict) if auto else None,
         completeness=completeness,
         completeness_warning=warning,
-        proxy=proxy_rows(evaluation, verdict),
+        proxy=proxy_rows(result, verdict),
         same_node=same_node,
         zones=zone_table(verdict),
         warnings=tuple(load_warnings(verdict)),
@@ -289,16 +307,11 @@ def service_facts(evaluation: Evaluation, verdict: ServiceVerdict) -> ServiceFac
             IssueFix(str(issue), issue.fix) for issue in sorted(verdict.config_issues)
         ),
         advisor=advisor_steps(capacity, verdict) if auto else None,
-        suggestion=suggestion(capacity, verdict).text if auto and capacity.sufficient else None,
+        suggestion=advice.text if advice is not None else None,
         notices=tuple(IssueFix(str(notice), notice.text) for notice in sorted(verdict.notices)),
-        version_skew=profile_effect(evaluation, verdict),
+        version_skew=profile_effect(result, verdict),
         cross_zone=cross_zone_rows(verdict),
+        routing=routing_lines(result, verdict),
+        suggestion_command=advice.command if advice is not None else None,
+        margin=margin_words(margin) if margin is not None and advice is not None else None,
     )
-
-
-def verdict_words(verdict: ServiceVerdict) -> str:
-    if verdict.expected_state is ExpectedState.DISABLED:
-        return f"disabled ({verdict.reason})"
-    if verdict.expected_state is ExpectedState.ENABLED:
-        return "enabled"
-    return "not applicable"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import jinja2
 
 from exporter.engine import ExpectedState
-from exporter.report.explain import CROSS_ZONE_MODEL
+from exporter.report.traffic import CROSS_ZONE_MODEL
 from exporter.web.facts import service_facts
 from exporter.web.links import Links
 from exporter.web.table import (
@@ -58,6 +58,19 @@ class PageContext:
     readiness: str
     evaluated_at: str | None
     watches: tuple[WatchHealth, ...] = ()
+    # Set on a sharded exporter: what its pages leave out (`shard_notice`).
+    shard_notice: str = ""
+
+
+def shard_notice(shard: int, total_shards: int) -> str:
+    """What a sharded exporter's pages cover: its own Services, never the whole cluster."""
+    if total_shards <= 1:
+        return ""
+    return (
+        f"Shard {shard} of {total_shards} (numbered from 0): counts cover only the Services "
+        "this shard owns; the other shards' pages show the rest. Nodes and zone shares are "
+        "the whole cluster's."
+    )
 
 
 TEMPLATES = ("index.html", "service.html", "not_found.html")
@@ -102,9 +115,11 @@ def service_page(
     view: StatusView, namespace: str, name: str, links: Links, context: PageContext
 ) -> bytes | None:
     """One Service's page, or None when the state holds no such Service."""
-    result = view.state.services.get((namespace, name))
-    if result is None:
+    known = view.rows_of.get((namespace, name))
+    if known is None:
         return None
+    # The rows carry the live forecasts: the page's margin is the one the list shows.
+    _, rows = known
     return _render(
         "service.html",
         current="service",
@@ -113,7 +128,7 @@ def service_page(
         namespace=namespace,
         name=name,
         namespace_query=Query(namespace=namespace).encode(),
-        services=[service_facts(view.evaluation, verdict) for verdict in result.verdicts],
+        services=[service_facts(view.state, row.verdict, row.forecast.margin) for row in rows],
         state_tones=STATE_TONES,
         cross_zone_model=CROSS_ZONE_MODEL,
     )

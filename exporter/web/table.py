@@ -7,7 +7,6 @@ state; a request only filters, slices and renders one page of them.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -17,12 +16,15 @@ from operator import attrgetter
 from types import MappingProxyType
 from urllib.parse import parse_qs, urlencode
 
-from exporter.engine import Evaluation, ExpectedState, Mechanism, ServiceVerdict
-from exporter.engine.whatif import NO_FORECAST, EntryForecast, services_losing_hints
-from exporter.live.evaluator import ExporterState, ServiceResult
-from exporter.report.explain import AVOIDABLE_WORTH_SAYING, whole_percent, zone_loss_skipped_text
+from exporter.engine import ExpectedState, Mechanism, ServiceVerdict
+from exporter.engine.problems import PROBLEMS, ProblemId, Severity, problems_of, severity_of
+from exporter.engine.whatif.forecast import NO_FORECAST, EntryForecast
+from exporter.live.result import ExporterState, ServiceResult
+from exporter.report.advice import zone_loss_skipped_text
+from exporter.report.phrases import whole_percent
+from exporter.report.traffic import AVOIDABLE_WORTH_SAYING
 from exporter.vocabulary import ServiceKey
-from exporter.web.facts import ClusterFacts, cluster_facts, has_overloaded_zone, share
+from exporter.web.facts import ClusterFacts, cluster_facts, margin_words, share
 from exporter.web.links import Links
 
 DEFAULT_PER_PAGE = 100
@@ -32,20 +34,29 @@ MAX_PER_PAGE = 1000
 MAX_PAGE = 10**9
 
 
-class Severity(IntEnum):
-    """How a row sorts: problems first."""
+class Standing(IntEnum):
+    """How a row sorts: by the worst severity of its problems (the alert's), then the rest."""
 
-    BROKEN = 0  # hints off though asked for, ignored by kube-proxy, or not what they should be
-    WARNING = 1  # a configuration mistake or an overloaded zone
-    FINE = 2
-    UNUSED = 3  # no hint mechanism and nothing wrong
+    CRITICAL = 0
+    WARNING = 1
+    INFO = 2
+    FINE = 3
+    UNUSED = 4  # no hint mechanism and nothing wrong
+
+
+_STANDING_OF = {
+    Severity.CRITICAL: Standing.CRITICAL,
+    Severity.WARNING: Standing.WARNING,
+    Severity.INFO: Standing.INFO,
+}
 
 
 @dataclass(frozen=True, slots=True)
 class ServiceRow:
     verdict: ServiceVerdict
-    problems: tuple[str, ...]
-    severity: Severity
+    # The problem table's ids (exporter.engine.problems), in its order.
+    problems: tuple[ProblemId, ...]
+    standing: Standing
     # Problems first, then namespace, name and address type.
     order: tuple[int, str, str, str]
     # The endpoint margin and zone loss of the live exporter (what-if, behaviour §11).
@@ -62,6 +73,7 @@ class ServiceRow:
             verdict.expected_state,
             verdict.reason or "",
             *self.problems,
+            *(PROBLEMS[problem].words for problem in self.problems),
         )
         return " ".join(words).lower()
 
@@ -74,63 +86,18 @@ class ServiceRow:
         return self.verdict.service.name
 
 
-LOCAL_POLICY_DROPS = "local policy drops"
-
-
-def routing_problems(verdict: ServiceVerdict) -> tuple[list[str], list[str]]:
-    """Hints the controller keeps that a data plane still does not use (behaviour §10), and
-    nodes whose traffic internalTrafficPolicy Local drops: (problems, warnings)."""
-    problems: list[str] = []
-    views = [view for view in verdict.routing.values() if view.applies]
-    # (failed closed, dropped by the policy) per data plane, counted once: asked of every row.
-    no_endpoints = [view.no_endpoint_nodes() for view in views]
-    if any(failed for failed, _ in no_endpoints):
-        problems.append("fails closed")
-    # The policy at work, not a hint failure, yet those nodes' clients get nothing.
-    warnings = [LOCAL_POLICY_DROPS] if any(dropped for _, dropped in no_endpoints) else []
-    expected = (
-        verdict.mechanism is not Mechanism.NONE
-        and verdict.expected_state is ExpectedState.ENABLED
-        and verdict.hint_completeness == 1
-    )
-    if expected and any(view.local_ratio == 0 for view in views):
-        problems.append("traffic leaves its zone")
-    return problems, warnings
-
-
-def problems_of(verdict: ServiceVerdict) -> tuple[tuple[str, ...], Severity]:
-    broken = []
-    # A headless or ExternalName Service's hints are read by no data plane: as `explain`,
-    # their state is no problem (exporter.report.overview.problems).
-    if verdict.proxied and verdict.expected_state is ExpectedState.DISABLED:
-        broken.append("hints disabled")
-    completeness = verdict.hint_completeness
-    if verdict.proxied and completeness is not None and 0 < completeness < 1:
-        broken.append("partial hints")
-    routing, warnings = routing_problems(verdict)
-    broken += routing
-    if verdict.proxied and verdict.drift:
-        broken.append("drift")
-    if verdict.config_issues:
-        warnings.append("config issue")
-    if has_overloaded_zone(verdict):
-        warnings.append("overloaded zone")
-    if broken:
-        severity = Severity.BROKEN
-    elif warnings:
-        severity = Severity.WARNING
-    elif verdict.mechanism is Mechanism.NONE:
-        severity = Severity.UNUSED
-    else:
-        severity = Severity.FINE
-    return (*broken, *warnings), severity
-
-
 def service_row(verdict: ServiceVerdict, forecast: EntryForecast = NO_FORECAST) -> ServiceRow:
-    problems, severity = problems_of(verdict)
+    problems = problems_of(verdict)
+    severity = severity_of(problems)
+    if severity is not None:
+        standing = _STANDING_OF[severity]
+    elif verdict.mechanism is Mechanism.NONE:
+        standing = Standing.UNUSED
+    else:
+        standing = Standing.FINE
     service = verdict.service
-    order = (int(severity), service.namespace, service.name, verdict.address_type)
-    return ServiceRow(verdict, problems, severity, order, forecast)
+    order = (int(standing), service.namespace, service.name, verdict.address_type)
+    return ServiceRow(verdict, problems, standing, order, forecast)
 
 
 # Columns
@@ -220,15 +187,16 @@ def _margin_cell(row: ServiceRow) -> Cell:
     margin = row.forecast.margin
     if margin is None:
         return Cell("-")
-    up = "any" if math.isinf(margin.up) else f"+{int(margin.up)}"
+    # In explain's words, as the Service's page says it: "-0 / +1" read as signed numbers.
     tone = Tone.WARN if margin.down == 0 or margin.up == 0 else Tone.NONE
-    return Cell(f"-{margin.down} / {up}", tone, "endpoints down / up")
+    return Cell(margin_words(margin), tone)
 
 
 def _problems_cell(row: ServiceRow) -> Cell:
     if not row.problems:
         return Cell("none")
-    return Cell(", ".join(row.problems), Tone.BAD if row.severity is Severity.BROKEN else Tone.WARN)
+    tone = Tone.BAD if row.standing is Standing.CRITICAL else Tone.WARN
+    return Cell(", ".join(PROBLEMS[problem].words for problem in row.problems), tone)
 
 
 COLUMNS: tuple[Column, ...] = (
@@ -241,7 +209,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("Hint completeness", _completeness_cell, numeric=True),
     Column("Routing", _routing_cell),
     Column("Cross-zone", _cross_zone_cell, numeric=True),
-    Column("Margin", _margin_cell, numeric=True),
+    Column("Margin", _margin_cell),
 )
 
 
@@ -273,17 +241,6 @@ class Tally:
         return (self.any_choice, *self.choices) if self.any_choice else self.choices
 
 
-PROBLEMS = (
-    "hints disabled",
-    "partial hints",
-    "fails closed",
-    LOCAL_POLICY_DROPS,
-    "traffic leaves its zone",
-    "drift",
-    "config issue",
-    "overloaded zone",
-)
-
 TALLIES: tuple[Tally, ...] = (
     Tally(
         "state",
@@ -301,7 +258,12 @@ TALLIES: tuple[Tally, ...] = (
         "problem",
         "Problems",
         lambda row: row.problems,
-        tuple((problem, problem) for problem in PROBLEMS),
+        # The live exporter always has Nodes: nodes-unknown is for one-shot inputs only.
+        tuple(
+            (str(problem.id), problem.words)
+            for problem in PROBLEMS.values()
+            if problem.id is not ProblemId.NODES_UNKNOWN
+        ),
         any_choice=("any", "any problem"),
     ),
 )
@@ -315,7 +277,6 @@ class StatusView:
     """Everything the pages show of one published state, computed once for it."""
 
     state: ExporterState
-    evaluation: Evaluation
     cluster: ClusterFacts
     rows: tuple[ServiceRow, ...]
     namespaces: tuple[str, ...]
@@ -342,40 +303,23 @@ def status_view(state: ExporterState, previous: StatusView | None = None) -> Sta
         if known is not None and known[0] is result:
             rows_of[key] = known
         else:
-            forecasts = result.forecasts or (NO_FORECAST,) * len(result.verdicts)
-            rows_of[key] = (
-                result,
-                tuple(service_row(v, f) for v, f in zip(result.verdicts, forecasts, strict=True)),
-            )
-    # A result's verdicts are sorted by address type: sorted keys give the evaluation order.
-    verdicts = tuple(
-        verdict for key in sorted(state.services) for verdict in state.services[key].verdicts
-    )
-    evaluation = Evaluation(
-        capacity=state.capacity, nodes=state.nodes, services=verdicts, profile=state.profile
-    )
+            rows_of[key] = (result, tuple(service_row(v, f) for v, f in result.entries()))
     rows = sorted(
         (row for _, service_rows in rows_of.values() for row in service_rows),
         key=attrgetter("order"),
     )
     return StatusView(
         state=state,
-        evaluation=evaluation,
-        cluster=cluster_facts(evaluation),
+        cluster=cluster_facts(state),
         rows=tuple(rows),
         namespaces=tuple(sorted({key[0] for key in state.services})),
         counts=_counts(rows),
         rows_of=MappingProxyType(rows_of),
-        zone_loss=_zone_loss(state, rows),
+        zone_loss=state.zone_loss(),
         zone_loss_note=(
             zone_loss_skipped_text(state.zone_loss_skipped) if state.zone_loss_skipped else ""
         ),
     )
-
-
-def _zone_loss(state: ExporterState, rows: list[ServiceRow]) -> Mapping[str, int]:
-    forecasts = (((row.namespace, row.name), row.forecast) for row in rows)
-    return services_losing_hints(forecasts, state.zone_loss_views)
 
 
 def _counts(rows: list[ServiceRow]) -> Mapping[str, Mapping[str, int]]:

@@ -16,6 +16,9 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
+from exporter.live.oneshot import evaluate_snapshot
+from exporter.report.advice import suggestion
+from exporter.report.overview import select
 from exporter.sources.snapshot import load_snapshot
 from tests.browser.chromium import (
     DESKTOP,
@@ -26,7 +29,7 @@ from tests.browser.chromium import (
     set_viewport,
 )
 from tests.conftest import EXAMPLES_DIR
-from tests.e2e.exporter import serving_snapshot
+from tests.processes import serving
 
 pytestmark = pytest.mark.browser
 
@@ -41,8 +44,8 @@ ALERT_TRAP = "window.__alerts = []; window.alert = (text) => window.__alerts.pus
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`serve --snapshot` on the demo cluster; the base URL."""
     log = tmp_path_factory.mktemp("exporter") / "exporter.log"
-    with serving_snapshot(DEMO, log) as address:
-        yield f"http://{address}"
+    with serving("--snapshot", str(DEMO), log=log) as exporter:
+        yield exporter.url
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +87,7 @@ def test_table_lists_every_service_with_its_verdict(browser: WebDriver, demo: st
     """Each Service of the snapshot is a row, with the verdict `evaluate` gives it."""
     expected = {
         (verdict.service.namespace, verdict.service.name): str(verdict.expected_state)
-        for verdict in load_snapshot(str(DEMO)).evaluate().services
+        for verdict in evaluate_snapshot(load_snapshot(str(DEMO))).verdicts()
     }
     open_page(browser, demo + "/")
     shown = {(row["namespace"], row["name"]): row["verdict"] for row in table_rows(browser)}
@@ -131,6 +134,21 @@ def test_service_link_opens_its_page_with_the_zone_table(browser: WebDriver, dem
     assert "scale to 7 or 9 ready endpoints" in main
 
 
+def test_the_fix_command_is_copied_whole_at_phone_width(browser: WebDriver, demo: str) -> None:
+    """The Suggestion's command, as explain prints it: wrapped to a phone's screen, yet one
+    click selects it all, with no line break in what is copied."""
+    evaluation = evaluate_snapshot(load_snapshot(str(DEMO)))
+    (checkout,) = select(evaluation, "payments", "checkout")
+    command = suggestion(evaluation.capacity, checkout).command
+    assert command is not None
+    set_viewport(browser, PHONE[0], PHONE[1], mobile=True)
+    open_page(browser, demo + "/services/payments/checkout")
+    code = browser.find_element(By.CSS_SELECTOR, "pre.command code")
+    assert code.size["width"] <= PHONE[0]
+    code.click()
+    assert browser.execute_script("return window.getSelection().toString()") == command
+
+
 def markup_snapshot(path: Path) -> Path:
     """The demo cluster plus shop/markup, whose annotation and field values are markup."""
     snapshot: dict[str, Any] = json.loads(DEMO.read_text())
@@ -161,8 +179,8 @@ def test_markup_in_annotations_is_shown_as_text_and_runs_nothing(
     browser: WebDriver, tmp_path: Path
 ) -> None:
     snapshot = markup_snapshot(tmp_path / "markup.json")
-    with serving_snapshot(snapshot, tmp_path / "exporter.log") as address:
-        open_page(browser, f"http://{address}/?q=markup")
+    with serving("--snapshot", str(snapshot), log=tmp_path / "exporter.log") as exporter:
+        open_page(browser, f"{exporter.url}/?q=markup")
         assert [row["name"] for row in table_rows(browser)] == ["markup"]
         browser.find_element(By.LINK_TEXT, "markup").click()
         WebDriverWait(browser, 10).until(lambda d: d.current_url.endswith("/services/shop/markup"))

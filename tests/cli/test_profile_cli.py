@@ -135,7 +135,14 @@ def test_explain_names_the_profile_and_the_skew() -> None:
     assumed = run("explain", "--snapshot", SAME_NODE)
     assert "assuming Kubernetes 1.34 or newer; pass --kubernetes-version" in assumed.stdout
     skewed = run("explain", "--snapshot", SAME_NODE, "--kube-proxy-version", "1.32")
-    assert skewed.returncode == 0, skewed.stdout
+    # zone-c has no hinted endpoint: kube-proxy sends its traffic cluster-wide (zone-fallback).
+    assert skewed.returncode == 1, skewed.stdout
+    assert (
+        "zone-fallback"
+        in run(
+            "explain", "--snapshot", SAME_NODE, "--kube-proxy-version", "1.32", "--summary"
+        ).stdout
+    )
     assert (
         "PreferSameNode needs kube-proxy 1.34 or the PreferSameTrafficDistribution gate: "
         "kube-proxy 1.32 routes this Service same-zone"

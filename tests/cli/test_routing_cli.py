@@ -172,7 +172,7 @@ def test_explain_exit_status_follows_the_configured_data_planes() -> None:
         "explain", "--summary", "--dataplane", "cilium-no-topology", "--snapshot", snapshot
     )
     assert completed.returncode == 1, completed.stdout
-    assert completed.stdout.count("ineffective") >= 2
+    assert completed.stdout.count("hints-ignored") >= 2
     completed = run("explain", "--dataplane", "cilium-no-topology", "--snapshot", snapshot)
     assert completed.returncode == 1
     assert "cilium-no-topology: cluster-wide on every node" in flat(completed.stdout)
@@ -180,7 +180,8 @@ def test_explain_exit_status_follows_the_configured_data_planes() -> None:
 
 def test_a_data_plane_that_fails_closed_fails_the_gate(tmp_path: Path) -> None:
     """cilium-1.18.0 refuses zone-c's clients (no endpoint hinted for it): an outage the gate
-    reports as `fails-closed`, while kube-proxy alone would fall back and pass."""
+    reports as `fails-closed`, while kube-proxy alone falls back: `zone-fallback` (a warning
+    its own alert covers)."""
     endpoints = [
         endpoint(f"10.0.0.{index}", zone, f"node-{zone[-1]}-0", hint_zones=(zone,))
         for index, zone in enumerate(["zone-a", "zone-a", "zone-b", "zone-b"], start=1)
@@ -191,7 +192,10 @@ def test_a_data_plane_that_fails_closed_fails_the_gate(tmp_path: Path) -> None:
         service("shop", "web", traffic_distribution="PreferClose"),
         endpoint_slice("shop", "web-1", "web", endpoints),
     )
-    assert run("explain", "--summary", "--snapshot", snapshot).returncode == 0
+    kube_proxy = run("explain", "--summary", "--snapshot", snapshot)
+    assert kube_proxy.returncode == 1
+    assert "zone-fallback" in kube_proxy.stdout
+    assert "fails-closed" not in kube_proxy.stdout
     completed = run("explain", "--summary", "--dataplane", "cilium-1.18.0", "--snapshot", snapshot)
     assert completed.returncode == 1
     assert "fails-closed" in completed.stdout

@@ -15,8 +15,8 @@ import pytest
 from exporter.http.server import parse_listen_address
 from exporter.live.serve import ServeOptions
 from tests.conftest import EXAMPLES_DIR, exporter_command, require_binary
-from tests.e2e.prometheus import free_port
-from tests.scrape import parse, wait_until
+from tests.processes import serving
+from tests.scrape import parse
 
 DEMO = str(EXAMPLES_DIR / "demo-cluster.json")
 
@@ -116,31 +116,17 @@ def test_tls_serves_metrics_over_https(tmp_path: Path) -> None:
          "-keyout", str(key), "-out", str(cert)],
         check=True, capture_output=True,
     )  # fmt: skip
-    address = f"127.0.0.1:{free_port()}"
-    process = subprocess.Popen(
-        [*exporter_command(), "serve", "--snapshot", DEMO, "--listen-address", address,
-         "--tls-cert-file", str(cert), "--tls-key-file", str(key)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
     context = ssl.create_default_context(cafile=str(cert))
-    try:
-
-        def https_ready() -> bool:
-            try:
-                with urllib.request.urlopen(f"https://{address}/readyz", context=context) as r:
-                    return bool(r.status == 200)
-            except OSError:
-                return False
-
-        wait_until(https_ready, timeout=20)
+    with serving(
+        "--snapshot", DEMO, "--tls-cert-file", str(cert), "--tls-key-file", str(key), tls=context
+    ) as exporter:
+        # Ready: /readyz answered 200 over HTTPS.
+        address = exporter.address
         with urllib.request.urlopen(f"https://{address}/metrics", context=context) as response:
             scrape = parse(response.read().decode())
         assert scrape.value("topology_hints_sufficient_node_info") == 1
         with pytest.raises(OSError):  # noqa: PT011 - a reset or a bad status line, either way
             urllib.request.urlopen(f"http://{address}/metrics", timeout=5).read()
-    finally:
-        process.terminate()
-        process.wait(10)
 
 
 @pytest.mark.parametrize(

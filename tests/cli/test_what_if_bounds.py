@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from exporter.engine.whatif import MAX_SCENARIO_COUNT
+from exporter.engine.whatif.scenario import MAX_SCENARIO_COUNT
 from tests.conftest import EXAMPLES_DIR, PROJECT_ROOT, exporter_command
 
 # payments/ledger: 8 ready endpoints of an `auto` Service in 3 equal zones.

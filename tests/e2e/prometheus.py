@@ -11,7 +11,6 @@ state in a temporary directory, and are stopped when the context exits.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import time
 import urllib.error
@@ -26,6 +25,7 @@ from typing import Any, TypeVar
 import yaml
 
 from tests.conftest import require_binary
+from tests.processes import free_port, stop
 
 T = TypeVar("T")
 
@@ -33,13 +33,6 @@ DEFAULT_JOB = "topology-hints-exporter"
 STARTUP_TIMEOUT = 30.0
 SHUTDOWN_TIMEOUT = 10.0
 POLL_INTERVAL = 0.2
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def http_get_json(url: str, timeout: float = 5.0) -> Any:
@@ -98,13 +91,7 @@ class Server:
         wait_for(ready, timeout, what=f"{self.name} ready")
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(SHUTDOWN_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(SHUTDOWN_TIMEOUT)
+        stop(self.process, SHUTDOWN_TIMEOUT)
 
 
 def start_server(name: str, argv: list[str], url: str, log: Path) -> Server:

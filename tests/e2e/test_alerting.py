@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from tests.conftest import EXAMPLES_DIR, PROJECT_ROOT, exporter_command
-from tests.e2e.exporter import serving_snapshot
 from tests.e2e.prometheus import prometheus_stack
+from tests.processes import serving
 
 RULE_FILE = PROJECT_ROOT / "alerts" / "topology-hints.rules.yaml"
 SNAPSHOT = EXAMPLES_DIR / "eight-replicas-refused.json"
@@ -48,8 +48,8 @@ def expected_disabled_services(snapshot: Path) -> set[tuple[str, str, str, str]]
 @pytest.fixture
 def exporter(tmp_path: Path) -> Iterator[str]:
     """`topology-hints-exporter serve` on a static snapshot; yields its host:port once ready."""
-    with serving_snapshot(SNAPSHOT, tmp_path / "exporter.log") as address:
-        yield address
+    with serving("--snapshot", str(SNAPSHOT), log=tmp_path / "exporter.log") as running:
+        yield running.address
 
 
 @pytest.mark.e2e

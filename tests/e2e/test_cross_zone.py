@@ -23,8 +23,8 @@ import pytest
 from dashboards.crosszone import ROW
 from tests.conftest import EXAMPLES_DIR, PROJECT_ROOT, exporter_command, require_binary
 from tests.e2e.dashboard_queries import dashboard_queries, row_panel_titles
-from tests.e2e.exporter import serving_snapshot
 from tests.e2e.prometheus import PrometheusStack, prometheus_stack
+from tests.processes import serving as serving_exporter
 
 RULE_FILE = PROJECT_ROOT / "alerts" / "topology-hints.rules.yaml"
 SNAPSHOT = EXAMPLES_DIR / "demo-cluster.json"
@@ -187,19 +187,20 @@ def cross_zone_queries() -> dict[str, list[str]]:
 @pytest.fixture
 def stack(tmp_path: Path) -> Iterator[PrometheusStack]:
     with (
-        serving_snapshot(
-            SNAPSHOT,
-            tmp_path / "exporter.log",
+        serving_exporter(
+            "--snapshot",
+            str(SNAPSHOT),
             "--dataplane",
             DATAPLANE,
             "--cross-zone-price-per-gib",
             str(PRICE),
+            log=tmp_path / "exporter.log",
         ) as exporter,
         serving(ztunnel_exposition) as ztunnel,
     ):
         backfill(tmp_path / "stack" / "prometheus-data", ztunnel, time.time() - 2)
         with prometheus_stack(
-            exporter,
+            exporter.address,
             RULE_FILE,
             tmp_path / "stack",
             other_jobs={"ztunnel": [ztunnel]},

@@ -29,6 +29,7 @@ from exporter.report.document import cross_zone_field, routing_fields
 from exporter.sources.snapshot import load_snapshot
 from tests.conftest import CONFORMANCE_DIR
 from tests.engine.builders import endpoint, endpoint_slice, node, service
+from tests.engine.views import routing_of
 
 EVERY_DATAPLANE = tuple(DataPlane)
 _HINT_NODE = {DataPlane.KUBE_PROXY, DataPlane.CALICO_EBPF}
@@ -105,7 +106,7 @@ def reference(
     for client in nodes:
         if not (client.ready and client.zone and client.allocatable_cpu):
             continue
-        routing = view.routing_of(client.name, client.zone)
+        routing = routing_of(view, client.name, client.zone)
         assert routing is not None
         given_ = _given(dataplane, verdict.service, slices, routing, client)
         if not given_:
@@ -390,10 +391,25 @@ def test_public_vectors_agree_with_the_reference(snapshot: Path) -> None:
     check_against_reference(list(loaded.nodes), list(loaded.services), list(loaded.endpoint_slices))
 
 
-def test_services_of_one_shape_share_one_computation() -> None:
+def _counted(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every cross-zone share computed from now on (not served from a memo), one item each."""
+    from exporter.engine import crosszone  # noqa: PLC0415
+
+    computed: list[object] = []
+    compute = crosszone.cross_zone
+
+    def counted(*args: Any) -> Any:
+        computed.append(args)
+        return compute(*args)
+
+    monkeypatch.setattr(crosszone, "cross_zone", counted)
+    return computed
+
+
+def test_services_of_one_shape_share_one_computation(monkeypatch: pytest.MonkeyPatch) -> None:
     """50 Services with endpoints in the same zones, hinted alike: one computed share per
     data plane whose routing is zone-wide, and every one equal to the reference."""
-    from exporter.engine.crosszone import Clients, CrossZones  # noqa: PLC0415
+    from exporter.engine.context import node_context  # noqa: PLC0415
     from exporter.engine.evaluate import evaluate_service  # noqa: PLC0415 - beside evaluate
 
     names = [f"web-{index}" for index in range(50)]
@@ -407,14 +423,13 @@ def test_services_of_one_shape_share_one_computation() -> None:
         )
         for name in names
     ]
-    shares = CrossZones(Clients.of(NODES))
-    evaluation = evaluate(NODES, services, slices, EVERY_DATAPLANE)
+    context = node_context(NODES, EVERY_DATAPLANE)
+    computed = _counted(monkeypatch)
     for svc, own in zip(services, slices, strict=True):
-        evaluate_service(
-            svc, [own], evaluation.capacity, evaluation.nodes, EVERY_DATAPLANE, cross_zones=shares
-        )
+        evaluate_service(svc, [own], context)
     # Every routing here is zone-wide (no node exception, no `mixed`): one shape per plane.
-    assert shares.computed <= len(EVERY_DATAPLANE)
+    assert len(computed) <= len(EVERY_DATAPLANE)
+    monkeypatch.undo()
     assert check_against_reference(NODES, services, slices) == 50
 
 

@@ -26,6 +26,7 @@ from exporter.engine import (
 )
 from exporter.engine.routing import ReadyNodes
 from tests.engine.builders import endpoint, endpoint_slice, node, service
+from tests.engine.views import routing_of
 
 CLIENTS = ("a-1", "a-2", "b-1", "n-1")
 NODES = [node("a-1", "a"), node("a-2", "a"), node("b-1", "b"), node("n-1", None)]
@@ -208,7 +209,7 @@ def routing_letters(scenario: str, dataplane: DataPlane) -> str:
         zone_of = evaluation.nodes.zone_of
         words.append(
             "".join(
-                LETTERS[routing] if (routing := view.routing_of(n, zone_of[n])) else "-"
+                LETTERS[routing] if (routing := routing_of(view, n, zone_of[n])) else "-"
                 for n in CLIENTS
             )
         )

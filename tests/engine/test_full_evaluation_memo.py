@@ -9,14 +9,20 @@ fresh forecast under the new Ready nodes.
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exporter.engine import DataPlane, EndpointSlice, Node, Service, cluster_capacity, route
-from exporter.engine.evaluate import entry_inputs, evaluate, evaluate_service, ready_nodes
+from exporter.engine import DataPlane, EndpointSlice, Node, Service, kubeproxy, route
+from exporter.engine.context import node_context, ready_nodes
+from exporter.engine.evaluate import entry_inputs, evaluate, evaluate_service
 from exporter.engine.kubeproxy import KubeProxyRoutes, proxy_view_of
 from exporter.engine.routing import service_endpoints
-from exporter.engine.whatif import EntryForecast, Feasibility, service_forecasts, zone_loss_views
+from exporter.engine.whatif.feasibility import Feasibility
+from exporter.engine.whatif.forecast import EntryForecast, service_forecasts
+from exporter.engine.whatif.zoneloss import zone_loss_views
 from tests.engine.builders import endpoint, endpoint_slice, node, service
 
 ZONES = ("zone-0", "zone-1", "zone-2")
@@ -110,23 +116,27 @@ def test_a_memoised_routing_is_the_entry_s_own(
         assert proxy == proxy_view_of(expected, svc)
 
 
-def test_services_of_one_shape_share_one_routing() -> None:
+def test_services_of_one_shape_share_one_routing(monkeypatch: pytest.MonkeyPatch) -> None:
     """100 Services hinted alike: one routing is computed, and every verdict holds it."""
     nodes = [node(name, name.rsplit("-", 1)[0]) for name in NODE_NAMES]
-    ready = ready_nodes(nodes)
-    capacity = cluster_capacity(nodes)
-    routes = KubeProxyRoutes(ready)
+    context = node_context(nodes)
+    computed: list[object] = []
+
+    def counted(*args: Any) -> Any:
+        computed.append(args)
+        return route(*args)
+
+    monkeypatch.setattr(kubeproxy, "route", counted)
     verdicts = [
         evaluate_service(
             service(f"web-{index}", mode="Auto"),
             [endpoint_slice(*(endpoint(zone, hints=(zone,)) for zone in ZONES))],
-            capacity,
-            ready,
-            routes=routes,
+            context,
         )[0]
         for index in range(100)
     ]
-    assert routes.views_computed == 1
+    assert len(computed) == 1
+    monkeypatch.undo()
     assert len({id(verdict.routing[DataPlane.KUBE_PROXY]) for verdict in verdicts}) == 1
     fresh = evaluate(
         nodes,
@@ -153,8 +163,9 @@ def test_forecasts_re_decided_after_a_ready_node_change_equal_fresh_ones(
     """Same slices, same zone membership, other Ready nodes: forecasts re-decided from the
     earlier ones' counts equal forecasts made afresh, and so do the counts."""
     earlier = _forecasts(svc, slices, before)
-    ready, capacity = ready_nodes(after), cluster_capacity(after)
-    verdicts = evaluate_service(svc, slices, capacity, ready)
+    context = node_context(after)
+    ready, capacity = context.nodes, context.capacity
+    verdicts = evaluate_service(svc, slices, context)
     views = zone_loss_views(after)
     feasibility = Feasibility(capacity)
     re_decided = service_forecasts(verdicts, slices, ready, feasibility, views, same_slices=earlier)
@@ -169,6 +180,8 @@ def test_forecasts_re_decided_after_a_ready_node_change_equal_fresh_ones(
 def _forecasts(
     svc: Service, slices: list[EndpointSlice], nodes: list[Node]
 ) -> tuple[EntryForecast, ...]:
-    ready, capacity = ready_nodes(nodes), cluster_capacity(nodes)
-    verdicts = evaluate_service(svc, slices, capacity, ready)
-    return service_forecasts(verdicts, slices, ready, Feasibility(capacity), zone_loss_views(nodes))
+    context = node_context(nodes)
+    verdicts = evaluate_service(svc, slices, context)
+    return service_forecasts(
+        verdicts, slices, context.nodes, Feasibility(context.capacity), zone_loss_views(nodes)
+    )

@@ -15,6 +15,7 @@ from tests.engine.builders import (
     verdict,
     zone_nodes,
 )
+from tests.engine.views import mode_of_node
 
 SAME_NODE = ProxyMode.PREFER_SAME_NODE
 SAME_ZONE = ProxyMode.PREFER_SAME_ZONE
@@ -137,9 +138,9 @@ def test_prefer_same_node_when_every_ready_endpoint_has_node_hint() -> None:
     """Nodes named by a node hint are PreferSameNode; the others use the zone rules."""
     result = view(endpoint_slice(node_ep("a-1", "a", "a-1"), node_ep("b-1", "b", "b-1")))
     assert result.same_node == ("a-1", "b-1")
-    assert result.mode_of_node("a-1", "a") is SAME_NODE
-    assert result.mode_of_node("a-2", "a") is SAME_ZONE
-    assert result.mode_of_node("c-1", "c") is CLUSTER
+    assert mode_of_node(result, "a-1", "a") is SAME_NODE
+    assert mode_of_node(result, "a-2", "a") is SAME_ZONE
+    assert mode_of_node(result, "c-1", "c") is CLUSTER
     # Zone b is still reported, though its only node is in PreferSameNode.
     assert dict(result.by_zone) == {"a": SAME_ZONE, "b": SAME_ZONE, "c": CLUSTER}
 

@@ -25,6 +25,7 @@ from exporter.engine.profile import (
 )
 from exporter.engine.routing import Routing
 from tests.engine.builders import endpoint, endpoint_slice, node, service
+from tests.engine.views import routing_of
 
 STD, PSTD = Gate.SERVICE_TRAFFIC_DISTRIBUTION, Gate.PREFER_SAME_TRAFFIC_DISTRIBUTION
 
@@ -183,7 +184,7 @@ def _routing(
     view = verdict.routing[DataPlane.KUBE_PROXY]
     letters = {Routing.SAME_NODE: "N", Routing.SAME_ZONE: "Z", Routing.CLUSTER: "C"}
     zone_of = {"a-1": "zone-a", "b-1": "zone-b", "n-1": ""}
-    routings = [view.routing_of(name, zone) for name, zone in zone_of.items()]
+    routings = [routing_of(view, name, zone) for name, zone in zone_of.items()]
     return "".join(letters[routing] for routing in routings if routing is not None)
 
 

@@ -15,6 +15,7 @@ from tests.engine.builders import (
     verdict,
     zone_nodes,
 )
+from tests.engine.views import mode_of_node
 
 NODES = equal_zones(3)
 
@@ -63,7 +64,7 @@ def test_prefer_same_node_hints_route_to_the_node() -> None:
         nodes, service(traffic_distribution="PreferSameNode"), [endpoint_slice(*endpoints)]
     )
     assert result.proxy.same_node == ("a-0", "b-0")
-    assert result.proxy.mode_of_node("a-1", "a") is ProxyMode.PREFER_SAME_ZONE
+    assert mode_of_node(result.proxy, "a-1", "a") is ProxyMode.PREFER_SAME_ZONE
     assert result.drift == frozenset()
 
 

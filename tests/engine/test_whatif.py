@@ -9,23 +9,22 @@ import pytest
 
 from exporter.engine import ExpectedState, ProxyMode, ServiceVerdict, evaluate
 from exporter.engine.reasons import DisableReason
-from exporter.engine.whatif import (
-    Change,
-    Cluster,
+from exporter.engine.whatif.feasibility import (
     Feasibility,
+    Margin,
+    endpoint_margin,
+    rollout_refused_counts,
+)
+from exporter.engine.whatif.outcome import Change, cluster_outcome, what_if
+from exporter.engine.whatif.scenario import (
+    Cluster,
     LoseNodes,
     LoseZone,
-    Margin,
     Scale,
     ScenarioError,
     apply_scenario,
-    cluster_outcome,
-    endpoint_margin,
-    rollout_refused_counts,
-    what_if,
-    zone_loss,
-    zone_loss_views,
 )
+from exporter.engine.whatif.zoneloss import zone_loss, zone_loss_views
 from exporter.sources.snapshot import load_snapshot
 from tests.conftest import CONFORMANCE_DIR, EXAMPLES_DIR
 from tests.engine.builders import (

@@ -8,17 +8,11 @@ import pytest
 
 from exporter.engine.capacity import cluster_capacity
 from exporter.engine.evaluate import ready_nodes
-from exporter.engine.whatif import (
-    Change,
-    Cluster,
-    Feasibility,
-    LoseZone,
-    cluster_outcome,
-    endpoint_margin,
-    service_forecasts,
-    what_if,
-    zone_loss_views,
-)
+from exporter.engine.whatif.feasibility import Feasibility, endpoint_margin
+from exporter.engine.whatif.forecast import service_forecasts
+from exporter.engine.whatif.outcome import Change, cluster_outcome, what_if
+from exporter.engine.whatif.scenario import Cluster, LoseZone
+from exporter.engine.whatif.zoneloss import zone_loss_views
 from exporter.sources.snapshot import load_snapshot
 from tests.conftest import CONFORMANCE_DIR, EXAMPLES_DIR
 

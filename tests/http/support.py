@@ -1,26 +1,24 @@
-"""The exporter as a subprocess on a kernel-chosen loopback port, and clients to load it."""
+"""The exporter as a subprocess on a free loopback port, and clients to load it."""
 
 from __future__ import annotations
 
 import functools
 import http.client
-import json
 import resource
 import socket
 import ssl
 import statistics
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.conftest import EXAMPLES_DIR, exporter_command
+from tests.conftest import EXAMPLES_DIR
+from tests.processes import serving
 
 DEMO = str(EXAMPLES_DIR / "demo-cluster.json")
-START_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True)
@@ -67,51 +65,12 @@ def serve(
     preexec_fn: Callable[[], None] | None = None,
     snapshot: str = DEMO,
 ) -> Iterator[Served]:
-    """`serve --snapshot demo` on 127.0.0.1:0; yields once it listens, stops it afterwards."""
-    process = subprocess.Popen(
-        [*exporter_command(), "serve", "--snapshot", snapshot, "--listen-address", "127.0.0.1:0",
-         "--log-format", "json", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        preexec_fn=preexec_fn,  # noqa: PLW1509 - only setrlimit, nothing that could deadlock
-    )  # fmt: skip
-    try:
-        port = _wait_for_serving(process)
-        # Keep reading the log so that a chatty exporter never blocks on a full pipe.
-        threading.Thread(target=_drain, args=(process,), daemon=True).start()
-        yield Served("127.0.0.1", port, tls, process)
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
-
-
-def _wait_for_serving(process: subprocess.Popen[bytes]) -> int:
-    assert process.stdout is not None
-    deadline = time.monotonic() + START_TIMEOUT
-    seen: list[str] = []
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            raise AssertionError("the exporter exited before serving:\n" + "".join(seen))
-        seen.append(line.decode(errors="replace"))
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if entry.get("event") == "serving":
-            return int(entry["url"].rstrip("/").rsplit(":", 1)[1])
-    raise AssertionError("the exporter did not start serving:\n" + "".join(seen))
-
-
-def _drain(process: subprocess.Popen[bytes]) -> None:
-    assert process.stdout is not None
-    for _ in process.stdout:
-        pass
+    """`serve --snapshot demo` on a free loopback port; yields once it listens (whatever TLS
+    or authentication it asks of clients), stops it afterwards."""
+    with serving(
+        "--snapshot", snapshot, "--log-format", "json", *args, ready=None, preexec_fn=preexec_fn
+    ) as running:
+        yield Served("127.0.0.1", running.port, tls, running.process)
 
 
 def timed(call: Callable[[], object]) -> float:

@@ -8,7 +8,7 @@ from pathlib import Path
 import bcrypt
 import pytest
 
-from exporter.http.server import BasicAuth
+from exporter.http.auth import BasicAuth
 from exporter.http.webconfig import (
     BCRYPT_MAX_COST,
     MAX_PASSWORD_BYTES,

@@ -20,7 +20,7 @@ import msgspec
 import pytest
 
 from bench.cluster import ClusterSize, cluster_objects
-from exporter.http.server import HttpLimits
+from exporter.http.limits import HttpLimits
 from tests.conftest import require_binary
 from tests.http.support import (
     Served,

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import socket
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
 from exporter.live.serve import describe_problem
-from tests.conftest import exporter_command
+from tests.processes import free_port, serving
 from tests.scrape import http_get, wait_until
 
 NOW = 1_764_556_800.0  # 2025-12-01T02:40:00Z
@@ -62,9 +60,7 @@ def test_forbidden_endpointslices_name_their_api_group() -> None:
 @pytest.fixture
 def unreachable_kubeconfig(tmp_path: Path) -> Path:
     """A kubeconfig whose API server address has nothing listening (connection refused)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     path = tmp_path / "kubeconfig"
     path.write_text(f"""apiVersion: v1
 kind: Config
@@ -84,24 +80,14 @@ current-context: c
 
 def test_unreachable_api_server_is_explained_without_hosts(unreachable_kubeconfig: Path) -> None:
     """The issue's case: /readyz showed urllib3's `HTTPConnectionPool(host=...)` text."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     server = unreachable_kubeconfig.read_text().split("127.0.0.1:")[1].split('"')[0]
-    process = subprocess.Popen(
-        [*exporter_command(), "serve", "--kubeconfig", str(unreachable_kubeconfig),
-         "--listen-address", f"127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
+    # Never ready: wait until it listens, then for the words.
+    with serving("--kubeconfig", str(unreachable_kubeconfig), ready=None) as exporter:
+        url = exporter.url
         wait_until(lambda: "cannot be reached" in http_get(url + "/readyz", timeout=2)[1], 30)
         time.sleep(1.1)  # "since" counts whole seconds
         status, body = http_get(url + "/readyz")
         _, index = http_get(url + "/")
-    finally:
-        process.terminate()
-        process.wait(10)
     assert status == 503
     assert body.startswith("not ready:\n- ")
     assert "since " in body

@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from exporter.http.server import HttpLimits, MetricsServer, make_app, route
+from exporter.http.limits import HttpLimits
+from exporter.http.routes import make_app, route
+from exporter.http.server import MetricsServer
 from tests.http.support import Served, serve
 
 if TYPE_CHECKING:

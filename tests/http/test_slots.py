@@ -21,7 +21,10 @@ import bcrypt
 import pytest
 from structlog.testing import capture_logs
 
-from exporter.http.server import BasicAuth, HttpLimits, MetricsServer, default_routes, make_app
+from exporter.http.auth import BasicAuth
+from exporter.http.limits import HttpLimits
+from exporter.http.routes import default_routes, make_app
+from exporter.http.server import MetricsServer
 from tests.http.support import Served
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ import pytest
 
 from exporter import __version__
 from tests.conftest import EXAMPLES_DIR, IN_CI, PROJECT_ROOT, require_binary
-from tests.e2e.prometheus import free_port
+from tests.processes import free_port
 from tests.scrape import http_get, wait_until
 
 pytestmark = [

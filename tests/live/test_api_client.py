@@ -15,8 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import exporter_command
-from tests.e2e.prometheus import free_port
 from tests.k8s_objects import endpoint_slice, zone_endpoints
 from tests.kubeapi import FakeKubeAPI, Request
 from tests.live.conftest import (
@@ -28,6 +26,7 @@ from tests.live.conftest import (
     restarts,
     web_cluster,
 )
+from tests.processes import serving
 from tests.scrape import http_get, wait_until
 
 
@@ -182,7 +181,7 @@ def test_unknown_event_types_share_one_series(
 
 @pytest.mark.parametrize("fault", ["throttled", "stalled"])
 def test_sigterm_is_honoured_while_waiting_on_the_api(
-    kube_api: FakeKubeAPI, kubeconfig: Path, fault: str
+    kube_api: FakeKubeAPI, kubeconfig: Path, tmp_path: Path, fault: str
 ) -> None:
     """SIGTERM during a 10-minute Retry-After, or a response that never comes: exit in 5 s."""
     kube_api.load(web_cluster())
@@ -190,32 +189,29 @@ def test_sigterm_is_honoured_while_waiting_on_the_api(
         kube_api.throttle("services", retry_after=600, times=None)
     else:
         kube_api.stall("services", 600)
-    address = f"127.0.0.1:{free_port()}"
-    process = subprocess.Popen(
-        [*exporter_command(), "serve", "--kubeconfig", str(kubeconfig), "--context", "fake",
-         "--listen-address", address, "--log-format", "json"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "KUBERNETES_SERVICE_HOST": "", "PYTHONFAULTHANDLER": "1"},
-    )  # fmt: skip
     try:
-        wait_until(lambda: http_get(f"http://{address}/healthz", timeout=2)[0] == 200, timeout=20)
-        wait_until(lambda: bool(_service_requests(kube_api)), timeout=10)
-        started = time.monotonic()
-        process.send_signal(signal.SIGTERM)
-        try:
-            output, _ = process.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            # Still running: its threads' stacks (PYTHONFAULTHANDLER) say where it hangs.
-            process.send_signal(signal.SIGABRT)
-            output, _ = process.communicate(timeout=10)
-            pytest.fail(f"no exit 10 s after SIGTERM:\n{output.decode()}")
-        elapsed = time.monotonic() - started
-        assert process.returncode == 0, output.decode()
-        assert elapsed < 5, output.decode()
-        assert b"Traceback" not in output
+        # Never ready (a resource waits on the API): /healthz tells it is up.
+        with serving(
+            "--kubeconfig", str(kubeconfig), "--context", "fake", "--log-format", "json",
+            ready="/healthz", log=tmp_path / "exporter.log",
+            env={**os.environ, "KUBERNETES_SERVICE_HOST": "", "PYTHONFAULTHANDLER": "1"},
+        ) as exporter:  # fmt: skip
+            process = exporter.process
+            assert http_get(f"{exporter.url}/healthz", timeout=2)[0] == 200
+            wait_until(lambda: bool(_service_requests(kube_api)), timeout=10)
+            started = time.monotonic()
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                # Still running: its threads' stacks (PYTHONFAULTHANDLER) say where it hangs.
+                process.send_signal(signal.SIGABRT)
+                process.wait(timeout=10)
+                pytest.fail(f"no exit 10 s after SIGTERM:\n{exporter.output()}")
+            elapsed = time.monotonic() - started
+            output = exporter.output()
+            assert process.returncode == 0, output
+            assert elapsed < 5, output
+            assert "Traceback" not in output
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
         kube_api.clear_faults()

@@ -16,14 +16,15 @@ from exporter.engine.profile import ASSUMED, Profile
 from tests.engine.builders import endpoint, endpoint_slice, service
 from tests.live.test_evaluator_node_change import CLUSTER, NODES, SPARE, _fresh, _judged, _started
 
-EVALUATOR = importlib.import_module("exporter.live.evaluator")
+# Where the evaluator's kept inputs are made (one call per Service read).
+INCREMENTAL = importlib.import_module("exporter.live.incremental")
 
 
 @pytest.fixture
 def inputs_computed(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     """The Services whose inputs the evaluator computes, in order."""
     calls: list[tuple[str, str]] = []
-    computed: Callable[..., tuple[EntryInputs, ...]] = EVALUATOR.service_inputs
+    computed: Callable[..., tuple[EntryInputs, ...]] = INCREMENTAL.service_inputs
 
     def counted(
         svc: Service,
@@ -34,7 +35,7 @@ def inputs_computed(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
         calls.append(svc.key)
         return computed(svc, slices, zone_sets, profile)
 
-    monkeypatch.setattr(EVALUATOR, "service_inputs", counted)
+    monkeypatch.setattr(INCREMENTAL, "service_inputs", counted)
     return calls
 
 

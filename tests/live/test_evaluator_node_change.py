@@ -18,12 +18,13 @@ from structlog.testing import capture_logs
 from exporter.engine import Endpoint, EndpointSlice, Node, Service
 from exporter.engine.allocation import AllocationResult
 from exporter.engine.capacity import ClusterCapacity
-from exporter.live.evaluator import Evaluator, ExporterState
+from exporter.live.evaluator import Evaluator
+from exporter.live.result import ExporterState
 from exporter.live.store import ClusterStore
 from tests.engine.builders import endpoint, endpoint_slice, service
 
-# The module, not the function exporter.engine re-exports under the same name.
-EVALUATE = importlib.import_module("exporter.engine.evaluate")
+# Where judgements call allocate (one call per allocation computed).
+JUDGEMENT = importlib.import_module("exporter.engine.judgement")
 ZONES = ("zone-a", "zone-b", "zone-c")
 NODES = tuple(
     Node(f"{zone}-{index}", zone, Fraction(4), ready=True, control_plane=False)
@@ -157,13 +158,13 @@ def test_services_of_one_shape_share_one_allocation(monkeypatch: pytest.MonkeyPa
     """100 auto Services of 9 endpoints, 3 per zone: one allocation when they are first
     evaluated and one when CPU shares move, not 100."""
     calls: list[int] = []
-    allocate: Callable[..., AllocationResult] = EVALUATE.allocate
+    allocate: Callable[..., AllocationResult] = JUDGEMENT.allocate
 
     def counted(capacity: ClusterCapacity, endpoints: int, **kwargs: bool) -> AllocationResult:
         calls.append(endpoints)
         return allocate(capacity, endpoints, **kwargs)
 
-    monkeypatch.setattr(EVALUATE, "allocate", counted)
+    monkeypatch.setattr(JUDGEMENT, "allocate", counted)
     services = [service(f"web-{index}", mode="Auto") for index in range(100)]
     slices = [endpoint_slice(*_endpoints(9), service=svc.name) for svc in services]
     store = _store(NODES, services, slices)

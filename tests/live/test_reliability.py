@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 
 from structlog.testing import capture_logs
 
-from tests.conftest import exporter_command
-from tests.e2e.prometheus import free_port
 from tests.k8s_objects import endpoint_slice, service, three_zone_nodes, zone_endpoints
 from tests.kubeapi import FakeKubeAPI
 from tests.live.conftest import StartExporter, eventually
+from tests.processes import serving
 from tests.scrape import Scrape, base_url, http_get, wait_until
 
 WEB = {"namespace": "shop", "service": "web", "address_type": "IPv4"}
@@ -203,28 +201,21 @@ def test_server_errors_are_retried_with_backoff(
         assert _restarts(result, "endpointslices", "error") == 3
 
 
-def test_sigterm_stops_within_seconds(kube_api: FakeKubeAPI, kubeconfig: Path) -> None:
+def test_sigterm_stops_within_seconds(
+    kube_api: FakeKubeAPI, kubeconfig: Path, tmp_path: Path
+) -> None:
     """The real command exits 0 soon after SIGTERM, with its watches open."""
     kube_api.load(_cluster())
-    address = f"127.0.0.1:{free_port()}"
-    process = subprocess.Popen(
-        [*exporter_command(), "serve", "--kubeconfig", str(kubeconfig), "--context", "fake",
-         "--listen-address", address, "--log-format", "json"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "KUBERNETES_SERVICE_HOST": ""},
-    )  # fmt: skip
-    try:
-        wait_until(lambda: http_get(f"http://{address}/readyz", timeout=2)[0] == 200, timeout=20)
+    with serving(
+        "--kubeconfig", str(kubeconfig), "--context", "fake", "--log-format", "json",
+        log=tmp_path / "exporter.log", env={**os.environ, "KUBERNETES_SERVICE_HOST": ""},
+    ) as exporter:  # fmt: skip
+        # Ready: /readyz answered 200.
         kube_api.wait_for_watches("endpointslices")
         started = time.monotonic()
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=10) == 0
+        exporter.process.send_signal(signal.SIGTERM)
+        assert exporter.process.wait(timeout=10) == 0
         assert time.monotonic() - started < 5
-        output = process.stdout.read().decode() if process.stdout else ""
+        output = exporter.output()
         assert '"event": "stopped"' in output
         assert "Traceback" not in output
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()

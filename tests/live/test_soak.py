@@ -24,10 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import exporter_command
-from tests.e2e.prometheus import free_port
 from tests.k8s_objects import endpoint_slice, service, three_zone_nodes, zone_endpoints
 from tests.kubeapi import FakeKubeAPI
+from tests.processes import serving
 from tests.scrape import http_get, wait_until
 
 pytestmark = pytest.mark.slow
@@ -97,25 +96,11 @@ def _churned_series(url: str) -> int:
 
 @contextmanager
 def _exporter(kubeconfig: Path, log: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    address = f"127.0.0.1:{free_port()}"
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            [*exporter_command(), "serve", "--kubeconfig", str(kubeconfig), "--context", "fake",
-             "--listen-address", address, "--log-format", "json"],
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "KUBERNETES_SERVICE_HOST": ""},
-        )  # fmt: skip
-        try:
-            wait_until(lambda: http_get(f"http://{address}/readyz", timeout=2)[0] == 200, 30)
-            yield process, f"http://{address}/metrics"
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    with serving(
+        "--kubeconfig", str(kubeconfig), "--context", "fake", "--log-format", "json",
+        log=log, env={**os.environ, "KUBERNETES_SERVICE_HOST": ""},
+    ) as exporter:  # fmt: skip
+        yield exporter.process, f"{exporter.url}/metrics"
 
 
 def _churn(api: FakeKubeAPI, deadline: float) -> int:

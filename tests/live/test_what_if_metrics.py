@@ -6,15 +6,10 @@ import json
 import math
 from pathlib import Path
 
-from exporter.engine.whatif import (
-    Cluster,
-    Feasibility,
-    LoseNodes,
-    endpoint_margin,
-    what_if,
-    zone_loss,
-    zone_loss_views,
-)
+from exporter.engine.whatif.feasibility import Feasibility, endpoint_margin
+from exporter.engine.whatif.outcome import what_if
+from exporter.engine.whatif.scenario import Cluster, LoseNodes
+from exporter.engine.whatif.zoneloss import zone_loss, zone_loss_views
 from exporter.metrics import families as f
 from exporter.sources.snapshot import load_snapshot
 from tests.k8s_objects import (

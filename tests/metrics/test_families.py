@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from exporter.live.evaluator import ExporterState
+from exporter.live.result import ExporterState
 from exporter.metrics import families
 from exporter.metrics.collector import HintsCollector
 from exporter.metrics.families import FAMILIES, HINT_FAMILIES

@@ -27,7 +27,8 @@ from prometheus_client.openmetrics.exposition import generate_latest as _generat
 from bench.cluster import ClusterSize, cluster_objects
 from exporter.engine import ReadyNodes
 from exporter.engine.model import EndpointSlice, Node, Service
-from exporter.live.evaluator import Evaluator, ExporterState
+from exporter.live.evaluator import Evaluator
+from exporter.live.result import ExporterState
 from exporter.live.serve import Exporter
 from exporter.live.store import ClusterStore
 from exporter.metrics.blocks import SortedBlocks

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from exporter.engine.whatif import EntryForecast, Margin
+from exporter.engine.whatif.feasibility import Margin
+from exporter.engine.whatif.forecast import EntryForecast
 from exporter.live.evaluator import Evaluator
 from exporter.live.store import ClusterStore
 from exporter.metrics import families as f

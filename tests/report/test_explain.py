@@ -22,14 +22,15 @@ from exporter.engine import (
     ConfigIssue,
     Endpoint,
     EndpointSlice,
-    Evaluation,
     Node,
     Service,
-    evaluate,
 )
-from exporter.report.explain import ExplainOptions, explain_text, select_verdicts
+from exporter.live.result import ExporterState
+from exporter.report.explain import ExplainOptions, explain_text
+from exporter.report.overview import select
 from tests.conftest import EXAMPLES_DIR, PROJECT_ROOT, exporter_command
 from tests.conftest import run_cli as run
+from tests.results import result_of
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 CLI_DOC = PROJECT_ROOT / "docs" / "cli.md"
@@ -232,9 +233,9 @@ def endpoints_slice(service: Service, zones: list[str | None]) -> EndpointSlice:
     )
 
 
-def evaluation_of(nodes: list[Node], zones: list[str | None]) -> Evaluation:
+def evaluation_of(nodes: list[Node], zones: list[str | None]) -> ExporterState:
     service = auto_service()
-    return evaluate(nodes, [service], [endpoints_slice(service, zones)])
+    return result_of(nodes, [service], [endpoints_slice(service, zones)])
 
 
 def test_insufficient_node_info_lists_every_offending_node_and_fix() -> None:
@@ -247,7 +248,7 @@ def test_insufficient_node_info_lists_every_offending_node_and_fix() -> None:
         node("no-cpu", "zone-a", cpu=None),
     ]
     evaluation = evaluation_of(nodes, ["zone-a", "zone-b", "zone-a"])
-    text = explain_text(evaluation, evaluation.services, ExplainOptions(color=False))
+    text = explain_text(evaluation, evaluation.verdicts(), ExplainOptions(color=False))
     for name in ("bare-1", "bare-2"):
         assert f"{name}: no topology.kubernetes.io/zone label" in text
         assert f"kubectl label node {name} topology.kubernetes.io/zone=<zone> --overwrite" in text
@@ -261,7 +262,7 @@ def test_insufficient_node_info_lists_every_offending_node_and_fix() -> None:
 def test_colour_option_paints_the_insufficient_header() -> None:
     """With colour on, the insufficient verdict and the offending node's lack are red."""
     evaluation = evaluation_of([node("a", "zone-a"), node("b", None)], ["zone-a", "zone-a"])
-    text = explain_text(evaluation, evaluation.services, ExplainOptions(color=True))
+    text = explain_text(evaluation, evaluation.verdicts(), ExplainOptions(color=True))
     assert "\x1b[31minsufficient\x1b[0m" in text
     assert "\x1b[31mno topology.kubernetes.io/zone label (absent or empty)\x1b[0m" in text
 
@@ -270,7 +271,7 @@ def test_advisor_shows_a_window_around_a_large_count() -> None:
     """For many endpoints the advisor lists a bounded window around today's count, with '(now)'."""
     nodes = [node(f"node-{zone}", zone) for zone in ZONES]
     evaluation = evaluation_of(nodes, [ZONES[index % 3] for index in range(40)])
-    text = explain_text(evaluation, evaluation.services, ExplainOptions())
+    text = explain_text(evaluation, evaluation.verdicts(), ExplainOptions())
     advisor = flat(text.split("Replica advisor:")[1].split("Margin:")[0])
     assert advisor.startswith("..., 30 ")
     assert "40 enabled (now)" in advisor
@@ -281,7 +282,7 @@ def test_endpoint_without_zone_is_not_a_count_problem() -> None:
     """NoZoneSpecified names how many endpoints lack a zone and does not suggest scaling."""
     nodes = [node(f"node-{zone}", zone) for zone in ZONES]
     evaluation = evaluation_of(nodes, ["zone-a", "zone-b", "zone-c", "zone-a", "zone-b", None])
-    text = flat(explain_text(evaluation, evaluation.services, ExplainOptions()))
+    text = flat(explain_text(evaluation, evaluation.verdicts(), ExplainOptions()))
     assert "disabled (NoZoneSpecified)" in text
     assert "1 of the 6 ready endpoints has no zone" in text
     assert "Suggestion: the endpoint count is fine" in text
@@ -311,28 +312,28 @@ def test_same_node_headless_and_no_mechanism_are_explained() -> None:
         endpoints_slice(headless, list(ZONES)),
         endpoints_slice(plain, list(ZONES)),
     ]
-    evaluation = evaluate(nodes, [same_node, headless, plain], slices)
-    text = flat(explain_text(evaluation, evaluation.services, ExplainOptions()))
+    evaluation = result_of(nodes, [same_node, headless, plain], slices)
+    text = flat(explain_text(evaluation, evaluation.verdicts(), ExplainOptions()))
     assert "PreferSameNode on node-zone-a, node-zone-b, node-zone-c" in text
     assert "from spec.trafficDistribution=PreferSameNode" in text
     assert "kube-proxy: not proxied (headless" in text
     assert "none: annotation service.kubernetes.io/topology-mode=Disabled is not Auto" in text
     assert "Verdict: not applicable" in text
-    empty = evaluate(nodes, [], [])
+    empty = result_of(nodes, [], [])
     assert explain_text(empty, (), ExplainOptions()).endswith(
         "No Service with EndpointSlices in this snapshot.\n"
     )
 
 
-def test_select_verdicts_reports_what_did_not_match() -> None:
-    """select_verdicts returns all verdicts for None and raises LookupError naming the argument."""
+def test_select_reports_what_did_not_match() -> None:
+    """The CLI's selection: all verdicts, a namespace's, or one Service's; LookupError names it."""
     evaluation = evaluation_of([node("a", "zone-a"), node("b", "zone-b")], ["zone-a", "zone-b"])
-    assert select_verdicts(evaluation, None) == evaluation.services
-    assert select_verdicts(evaluation, "default/web") == evaluation.services
+    assert select(evaluation, None, None) == evaluation.verdicts()
+    assert select(evaluation, "default", None) == evaluation.verdicts()
+    assert select(evaluation, "default", "web") == evaluation.verdicts()
+    assert select(evaluation, "other", None) == ()
     with pytest.raises(LookupError, match="default/api"):
-        select_verdicts(evaluation, "default/api")
-    with pytest.raises(LookupError, match="NAMESPACE/NAME"):
-        select_verdicts(evaluation, "web")
+        select(evaluation, "default", "api")
 
 
 # The docs

@@ -84,8 +84,8 @@ def test_summary_lists_problems_first_with_a_count_line() -> None:
     assert all(problem != "-" for problem in problems[:first_clean])
     assert all(problem == "-" for problem in problems[first_clean:])
     assert counts == (
-        "7 Services: 2 disabled, 4 enabled, 1 not-applicable; 3 with problems "
-        "(2 off, 1 partial, 1 drifting, 1 config)"
+        "7 Services: 2 disabled, 4 enabled, 1 not-applicable; 4 with problems "
+        "(2 hints-off, 1 partial-hints, 1 drift, 1 overloaded-zone, 1 config-issue)"
     )
 
 
@@ -103,9 +103,10 @@ def test_problems_keeps_only_services_with_a_problem() -> None:
         "Service payments/checkout (IPv4)",
         "Service payments/ledger (IPv4)",
         "Service shop/inventory (IPv4)",
+        "Service shop/search (IPv4)",
     ]
     summary = run("explain", "--snapshot", DEMO, "--summary", "--problems").stdout
-    assert summary.splitlines()[-1].endswith("; 3 shown")
+    assert summary.splitlines()[-1].endswith("; 4 shown")
 
 
 def test_wide_and_json_summaries() -> None:
@@ -120,8 +121,7 @@ def test_wide_and_json_summaries() -> None:
     assert document["exit_status"] == 1
     assert document["missing"] == {}
     ledger = next(entry for entry in document["services"] if entry["name"] == "ledger")
-    assert ledger["problems"] == ["off"]
-    assert ledger["gets_hints"] is False
+    assert ledger["problems"] == ["hints-off"]
 
 
 def test_snapshot_without_nodes_warns_and_exits_2(tmp_path: Path) -> None:

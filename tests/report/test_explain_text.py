@@ -7,10 +7,13 @@ from fractions import Fraction
 
 import pytest
 
-from exporter.engine import Endpoint, EndpointSlice, Evaluation, Node, Service, evaluate
+from exporter.engine import Endpoint, EndpointSlice, Node, Service
+from exporter.live.oneshot import evaluate_snapshot
+from exporter.live.result import ExporterState
 from exporter.report.explain import WRAP_WIDTH, ExplainOptions, explain_text
 from exporter.sources.snapshot import load_snapshot
 from tests.conftest import EXAMPLES_DIR
+from tests.results import result_of
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 
@@ -67,10 +70,10 @@ def slice_of(svc: Service, endpoints: list[Endpoint]) -> EndpointSlice:
 
 
 def text_of(svc: Service, endpoints: list[Endpoint], nodes: list[Node] | None = None) -> str:
-    evaluation = evaluate(
+    evaluation = result_of(
         three_zone_nodes() if nodes is None else nodes, [svc], [slice_of(svc, endpoints)]
     )
-    return explain_text(evaluation, evaluation.services, ExplainOptions())
+    return explain_text(evaluation, evaluation.verdicts(), ExplainOptions())
 
 
 def test_one_ready_endpoint_is_singular() -> None:
@@ -143,8 +146,8 @@ def test_shadowing_annotation_suggests_removing_it() -> None:
 def test_annotation_example_suggests_removing_the_annotation() -> None:
     """The bundled example of the shadowing annotation gets the same suggestion."""
     snapshot = load_snapshot(str(EXAMPLES_DIR / "annotation-overrides-field.json"))
-    evaluation = snapshot.evaluate()
-    text = flat(explain_text(evaluation, evaluation.services, ExplainOptions()))
+    evaluation = evaluate_snapshot(snapshot)
+    text = flat(explain_text(evaluation, evaluation.verdicts(), ExplainOptions()))
     assert "Suggestion: remove the annotation" in text
 
 
@@ -171,7 +174,7 @@ def test_drift_names_the_zones_of_unexpected_hints() -> None:
     )
 
 
-def long_named(evaluation_names: int) -> Evaluation:
+def long_named(evaluation_names: int) -> ExporterState:
     """Long zone, node and Service names, every mechanism, refused and enabled, with drift."""
     zones = [f"europe-west-{index}-a-long-zone-name-for-testing" for index in range(3)]
     nodes = [node(f"gke-production-cluster-pool-{i}-{zone}", zone) for i, zone in enumerate(zones)]
@@ -184,17 +187,17 @@ def long_named(evaluation_names: int) -> Evaluation:
         )
         services.append(svc)
         slices.append(slice_of(svc, [endpoint(i, zones[i % 3], (zones[0],)) for i in range(5)]))
-    return evaluate(nodes, services, slices)
+    return result_of(nodes, services, slices)
 
 
 def test_no_line_runs_past_the_wrap_width() -> None:
     """Every line of every example, and of a cluster of long names, fits the wrap width."""
     evaluations = [
-        load_snapshot(str(path)).evaluate() for path in sorted(EXAMPLES_DIR.glob("*.json"))
+        evaluate_snapshot(load_snapshot(str(path))) for path in sorted(EXAMPLES_DIR.glob("*.json"))
     ]
     evaluations.append(long_named(2))
     for evaluation in evaluations:
-        text = explain_text(evaluation, evaluation.services, ExplainOptions())
+        text = explain_text(evaluation, evaluation.verdicts(), ExplainOptions())
         long_lines = [line for line in text.splitlines() if len(line) > WRAP_WIDTH]
         # A title and a table row cannot wrap: only they may be longer...
         long_lines = [

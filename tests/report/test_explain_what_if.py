@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from exporter.engine.whatif import Margin
-from exporter.report.explain import margin_text
+from exporter.engine.whatif.feasibility import Margin
+from exporter.report.advice import margin_text
 from tests.conftest import CONFORMANCE_DIR, EXAMPLES_DIR, exporter_command
 
 

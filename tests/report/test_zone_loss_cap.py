@@ -20,10 +20,12 @@ import pytest
 from structlog.testing import capture_logs
 
 from bench.zones import zone_objects, zone_snapshot
-from exporter.engine import allocation, whatif
+from exporter.engine import allocation
 from exporter.engine.model import Node
-from exporter.engine.whatif import MAX_ZONE_LOSS_ZONES
-from exporter.live.evaluator import Evaluator, ExporterState
+from exporter.engine.whatif import forecast, outcome, zoneloss
+from exporter.engine.whatif.zoneloss import MAX_ZONE_LOSS_ZONES
+from exporter.live.evaluator import Evaluator
+from exporter.live.result import ExporterState
 from exporter.live.serve import ServeOptions
 from exporter.live.store import ClusterStore
 from exporter.metrics.families import ZONE_LOSS_SERVICES_LOSING_HINTS
@@ -40,8 +42,14 @@ class Reads:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.items = 0
         self.minimums = 0
-        for name in ("cluster_capacity", "ready_nodes", "ready_hint_sets"):
-            monkeypatch.setattr(whatif, name, self._counting(getattr(whatif, name)))
+        for module, name in (
+            (zoneloss, "cluster_capacity"),
+            (zoneloss, "ready_nodes"),
+            (outcome, "cluster_capacity"),
+            (outcome, "ready_nodes"),
+            (forecast, "ready_hint_sets"),
+        ):
+            monkeypatch.setattr(module, name, self._counting(getattr(module, name)))
         zone_minimum = allocation.zone_minimum
 
         def counted_minimum(ratio: float, endpoints: int) -> int:

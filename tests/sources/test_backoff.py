@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from exporter.sources.informer import Backoff
 from exporter.sources.kubeapi import api_client, retry_after_seconds
+from exporter.sources.retry import Backoff
 
 
 def test_backoff_grows_to_its_cap_and_stays_there_for_ever() -> None:

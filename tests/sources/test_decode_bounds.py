@@ -29,7 +29,9 @@ from exporter.sources.decode import (
     node_from_raw,
 )
 from exporter.sources.quantity import QuantityError, parse_quantity
-from exporter.sources.snapshot import MAX_ALIAS_NODES, SnapshotError, parse_snapshot
+from exporter.sources.snapshot import parse_snapshot
+from exporter.sources.snapshot_input import SnapshotError
+from exporter.sources.snapshot_yaml import MAX_ALIAS_NODES
 
 # -- quantities -----------------------------------------------------------------------------
 

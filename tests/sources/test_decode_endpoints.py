@@ -29,7 +29,8 @@ from exporter.sources.decode import (
     decode_endpoint_slice,
     endpoint_slice_from_raw,
 )
-from exporter.sources.snapshot import SnapshotError, parse_snapshot
+from exporter.sources.snapshot import parse_snapshot
+from exporter.sources.snapshot_input import SnapshotError
 
 # (endpoint JSON, the Endpoint a hand would build from it)
 CASES: list[tuple[dict[str, Any], Endpoint]] = [

@@ -18,7 +18,9 @@ from typing import Any
 import pytest
 
 from exporter.sources import snapshot as snapshot_module
-from exporter.sources.snapshot import Snapshot, SnapshotError, load_snapshot, parse_snapshot
+from exporter.sources import snapshot_input
+from exporter.sources.snapshot import Snapshot, load_snapshot, parse_snapshot
+from exporter.sources.snapshot_input import SnapshotError
 from tests.conftest import EXAMPLES_DIR
 
 EXAMPLE = json.loads((EXAMPLES_DIR / "healthy-three-zones.json").read_text())
@@ -49,7 +51,7 @@ def _refuse_whole_reads(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(autouse=True)
 def _small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(snapshot_module, "_READ_CHUNK", 7)
+    monkeypatch.setattr(snapshot_input, "_READ_CHUNK", 7)
 
 
 def _tricky_document() -> dict[str, Any]:
@@ -157,7 +159,7 @@ def _large_document(copies: int) -> dict[str, Any]:
 def test_a_large_snapshot_is_never_resident_whole(
     indent: int | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(snapshot_module, "_READ_CHUNK", 1 << 16)
+    monkeypatch.setattr(snapshot_input, "_READ_CHUNK", 1 << 16)
     _refuse_whole_reads(monkeypatch)
     path = tmp_path / "large.json"
     path.write_bytes(json.dumps(_large_document(1000), indent=indent).encode())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tracemalloc
 
-from exporter.sources.informer import LineSplitter, OversizedLine
+from exporter.sources.watchlines import LineSplitter, OversizedLine
 
 MiB = 1024 * 1024
 

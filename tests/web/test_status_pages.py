@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -15,15 +17,20 @@ import msgspec
 import pytest
 
 from bench.cluster import ClusterSize, cluster_objects
-from exporter.live.evaluator import Evaluator, ExporterState
+from exporter.engine import DEFAULT_DATAPLANES, DataPlane
+from exporter.engine.problems import ProblemId
+from exporter.live.evaluator import Evaluator
+from exporter.live.oneshot import evaluate_snapshot
+from exporter.live.result import ExporterState
 from exporter.live.serve import ServeOptions
 from exporter.live.store import ClusterStore
 from exporter.report.document import evaluation_document, service_document
+from exporter.report.explain import INDENT
 from exporter.sources.snapshot import Snapshot, load_snapshot, parse_snapshot
 from exporter.web.app import StatusPages
 from exporter.web.links import Links, explain_url, parse_external_url
-from exporter.web.table import Query, Severity, status_view
-from tests.conftest import EXAMPLES_DIR, PROJECT_ROOT, exporter_command
+from exporter.web.table import Query, Standing, status_view
+from tests.conftest import EXAMPLES_DIR, PROJECT_ROOT, exporter_command, run_cli
 from tests.k8s_objects import (
     endpoint,
     endpoint_slice,
@@ -37,13 +44,15 @@ DEMO = EXAMPLES_DIR / "demo-cluster.json"
 MARKUP = "<img src=x onerror=alert(1)>"
 
 
-def evaluated(snapshot: Snapshot) -> ExporterState:
-    """The state `serve --snapshot` publishes for this snapshot."""
+def evaluated(
+    snapshot: Snapshot, dataplanes: tuple[DataPlane, ...] = DEFAULT_DATAPLANES
+) -> ExporterState:
+    """The state `serve --snapshot [--dataplane ...]` publishes for this snapshot."""
     store = ClusterStore()
     store.replace_nodes(snapshot.nodes)
     store.replace_services(snapshot.services)
     store.replace_endpoint_slices(snapshot.endpoint_slices)
-    return Evaluator(store).step()
+    return Evaluator(store, dataplanes=dataplanes).step()
 
 
 @pytest.fixture(scope="module")
@@ -96,9 +105,10 @@ def test_index_lists_problems_first(demo_state: ExporterState) -> None:
     assert headers["Content-Type"] == "text/html; charset=utf-8"
     assert "script-src 'self'" in headers["Content-Security-Policy"]
     view = status_view(demo_state)
-    severities = [row.severity for row in view.rows]
-    assert severities == sorted(severities)
-    assert view.rows[0].severity is Severity.BROKEN
+    standings = [row.standing for row in view.rows]
+    assert standings == sorted(standings)
+    # The demo's worst problems are warnings (hints off, partial hints), as their alerts.
+    assert view.rows[0].standing is Standing.WARNING
     assert row_names(body) == [row.name for row in view.rows]
     assert dict(view.counts["state"]) == {"enabled": 4, "disabled": 2, "not-applicable": 1}
 
@@ -108,7 +118,8 @@ def test_index_lists_problems_first(demo_state: ExporterState) -> None:
     [
         ("state=disabled", ["checkout", "ledger"]),
         ("mechanism=none", ["frontend"]),
-        ("problem=partial+hints", ["inventory"]),
+        ("problem=partial-hints", ["inventory"]),
+        ("problem=overloaded-zone", ["search"]),
         ("q=LEDGER", ["ledger"]),
         ("namespace=payments", ["checkout", "ledger"]),
         ("namespace=payments&state=enabled", []),
@@ -222,10 +233,10 @@ def test_api_serves_the_evaluate_document(demo_state: ExporterState) -> None:
     status, headers, body = get(app, "/api/v1/evaluation")
     assert status == "200 OK"
     assert headers["Content-Type"] == "application/json"
-    evaluation = load_snapshot(str(DEMO)).evaluate()
+    evaluation = evaluate_snapshot(load_snapshot(str(DEMO)))
     assert json.loads(body) == json.loads(json.dumps(evaluation_document(evaluation)))
     status, _, body = get(app, "/api/v1/services/payments/ledger")
-    ledger = [v for v in evaluation.services if v.key[:2] == ("payments", "ledger")]
+    ledger = [v for v in evaluation.verdicts() if v.key[:2] == ("payments", "ledger")]
     assert json.loads(body) == json.loads(json.dumps([service_document(v) for v in ledger]))
     status, _, body = get(app, "/api/v1/services/payments/nope")
     assert status == "404 Not Found"
@@ -365,9 +376,10 @@ def test_routing_and_margin_columns_tell_what_the_verdict_does_not() -> None:
     view = status_view(evaluated(snapshot))
     [row] = view.rows
     assert row.verdict.expected_state == "enabled"
-    assert "traffic leaves its zone" in row.problems
-    assert row.severity is Severity.BROKEN
-    _, _, html = get(pages(evaluated(snapshot)), "/?problem=traffic+leaves+its+zone")
+    assert ProblemId.HINTS_IGNORED in row.problems
+    assert row.standing is Standing.WARNING
+    _, _, html = get(pages(evaluated(snapshot)), "/?problem=hints-ignored")
+    assert b"traffic leaves its zone" in html
     assert b"0.0% local" in html or b"0% local" in html
     assert row_names(html) == [row.verdict.service.name]
 
@@ -376,7 +388,7 @@ def test_routing_and_margin_columns_tell_what_the_verdict_does_not() -> None:
     assert cart.forecast.margin is not None
     assert (cart.forecast.margin.down, cart.forecast.margin.up) == (0, 1)
     _, _, page = get(pages(evaluated(load_snapshot(str(DEMO)))), "/?q=cart")
-    assert b"-0 / +1" in page
+    assert b"one endpoint fewer turns hints off; 1 surge pod more keeps them on" in page
 
 
 def test_zone_loss_card_names_each_zone() -> None:
@@ -412,8 +424,16 @@ def test_local_policy_drops_are_a_warning_and_headless_hints_no_problem() -> Non
     of hints). A headless Service without hints: nothing proxies it, so no "drift"."""
     items = [
         *three_zone_nodes(),
-        service("infra", "cache", internal_traffic_policy="Local"),
-        endpoint_slice("infra", "cache-1", "cache", [endpoint("10.0.0.1", "zone-a", "node-a-0")]),
+        # Asks for hints, so they are in play (a Service that does not is never a problem).
+        service(
+            "infra", "cache", traffic_distribution="PreferClose", internal_traffic_policy="Local"
+        ),
+        endpoint_slice(
+            "infra",
+            "cache-1",
+            "cache",
+            [endpoint("10.0.0.1", "zone-a", "node-a-0", hint_zones=("zone-a",))],
+        ),
         service("shop", "db", topology_mode="Auto", cluster_ip="None"),
         endpoint_slice("shop", "db-1", "db", zone_endpoints(6, hinted=False)),
     ]
@@ -421,12 +441,12 @@ def test_local_policy_drops_are_a_warning_and_headless_hints_no_problem() -> Non
     state = evaluated(parse_snapshot("local", data))
     rows = {row.name: row for row in status_view(state).rows}
     cache, db = rows["cache"], rows["db"]
-    assert cache.problems == ("local policy drops",)
-    assert cache.severity is Severity.WARNING
-    assert "fails closed" not in cache.problems
+    assert ProblemId.LOCAL_POLICY_DROPS in cache.problems
+    assert cache.standing is Standing.WARNING
+    assert ProblemId.FAILS_CLOSED not in cache.problems
     assert db.verdict.drift
     assert db.problems == ()
-    _, _, html = get(pages(state), "/?problem=local+policy+drops")
+    _, _, html = get(pages(state), "/?problem=local-policy-drops")
     assert row_names(html) == ["cache"]
     assert b"33.3% local" in html
 
@@ -450,3 +470,102 @@ def test_cross_zone_share_is_on_the_list_the_service_page_and_the_api(
     assert round(figures["effective"], 4) == 0.6667
     assert figures["floor"] == 0
     assert set(figures["zones"]) == {"eu-west-1a", "eu-west-1b", "eu-west-1c"}
+
+
+# -- the Service page says what `explain` says (issue 18) ------------------------------------
+
+# The order `serve --dataplane` was given, not kube-proxy first nor alphabetical.
+DATAPLANES = (DataPlane.CILIUM_NO_TOPOLOGY, DataPlane.KUBE_PROXY)
+
+
+def explain_fields(namespace: str, name: str, *args: str) -> dict[str, list[str]]:
+    """What `explain NAMESPACE/NAME` prints, as label -> paragraphs (wrapped lines joined)."""
+    completed = run_cli("explain", "--snapshot", str(DEMO), "-n", namespace, name, *args)
+    assert completed.returncode in {0, 1}, completed.stderr
+    fields: dict[str, list[str]] = {}
+    label, apart = "", False
+    service = completed.stdout[completed.stdout.index(f"Service {namespace}/{name} (") :]
+    for line in service.splitlines()[1:]:
+        if not line.strip():
+            apart = True  # a command too wide to follow its lead comes after a blank line
+            continue
+        if line.startswith("  ") and not line.startswith(INDENT):
+            label, _, value = line.strip().partition(":")
+            fields[label] = [value.strip()] if value.strip() else []
+        elif line.startswith(INDENT + "  ") and fields[label] and not apart:
+            fields[label][-1] += " " + line.strip()  # a paragraph's wrapped line
+        else:
+            fields[label].append(line.strip())
+        apart = False
+    return fields
+
+
+def plain(markup: str) -> str:
+    """The text a reader sees in a piece of the page."""
+    return html.unescape(re.sub(r"<[^>]+>", "", markup)).strip()
+
+
+def test_service_page_routes_every_configured_data_plane_as_explain_does() -> None:
+    """`serve --dataplane cilium-no-topology,kube-proxy`: the list says cart's traffic leaves
+    its zone (under Cilium without topology); the Service page says where, per data plane,
+    in that order and in explain's words, not only kube-proxy's per-zone modes."""
+    app = pages(evaluated(load_snapshot(str(DEMO)), DATAPLANES))
+    listing = get(app, "/?q=cart")[2].decode()
+    assert "traffic leaves its zone" in listing
+    page = get(app, "/services/shop/cart")[2].decode()
+    items = page.split('<ul class="notes routing">', 1)[1].split("</ul>", 1)[0]
+    shown = [plain(item) for item in re.findall(r"<li>(.*?)</li>", items, re.DOTALL)]
+    explain = explain_fields("shop", "cart", "--dataplane", "cilium-no-topology,kube-proxy")
+    assert shown == explain["Effective routing"]
+    assert shown[0].startswith("cilium-no-topology: cluster-wide on every node: ")
+    assert shown[1] == "kube-proxy: same-zone on 6 of 6 nodes"
+    assert '<span class="badge tone-warn">cilium-no-topology</span>' in items
+    assert '<span class="badge tone-good">kube-proxy</span>' in items
+
+
+def test_suggestion_shows_the_whole_command_explain_prints(demo_state: ExporterState) -> None:
+    """The Suggestion line used to end at "(it never refuses):", before the command."""
+    page = get(pages(demo_state), "/services/payments/checkout")[2].decode()
+    (command,) = re.findall(r'<pre class="command"><code>(.*?)</code></pre>', page)
+    suggestion = explain_fields("payments", "checkout")["Suggestion"]
+    assert suggestion[-1].startswith("kubectl annotate service")
+    assert html.unescape(command) == suggestion[-1]
+    assert command == (
+        "kubectl annotate service -n payments checkout service.kubernetes.io/topology-mode-"
+    )
+
+
+def test_margin_is_said_in_explains_words_on_the_list_and_the_page(
+    demo_state: ExporterState,
+) -> None:
+    """Not "-0 / +1", which reads as two signed numbers: both pages say explain's Margin."""
+    app = pages(demo_state)
+    (margin,) = explain_fields("shop", "cart")["Margin"]
+    assert margin == "one endpoint fewer turns hints off; 1 surge pod more keeps them on"
+    listing = get(app, "/?q=cart")[2].decode()
+    assert margin in listing
+    assert "-0 / +1" not in listing
+    page = get(app, "/services/shop/cart")[2].decode()
+    assert f"<strong>Margin:</strong> {margin}</p>" in page
+
+
+SHARD_NOTICE = "Shard 1 of 2 (numbered from 0): counts cover only the Services this shard owns"
+
+
+def test_a_sharded_exporter_says_its_pages_cover_its_shard_only(tmp_path: Path) -> None:
+    """`serve --shard 1 --total-shards 2`: the list and each Service page say which shard
+    they show; an exporter that is not sharded says nothing of shards."""
+    options = ServeOptions(
+        listen_address="127.0.0.1:0", snapshot=str(DEMO), shard=1, total_shards=2
+    )
+    with running_exporter(options) as live:
+        wait_until(lambda: live.readiness()[0], timeout=30)
+        listing = live.pages.handle("/")[2].decode()
+        owned = sorted(live.evaluator.state.services)
+        service = live.pages.handle(f"/services/{owned[0][0]}/{owned[0][1]}")[2].decode()
+    assert 0 < len(owned) < len(load_snapshot(str(DEMO)).services), "the demo splits"
+    assert SHARD_NOTICE in listing
+    assert SHARD_NOTICE in service
+    unsharded = pages(evaluated(load_snapshot(str(DEMO))))
+    assert "Shard" not in get(unsharded, "/")[2].decode()
+    assert "Shard" not in get(unsharded, "/services/shop/cart")[2].decode()

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from exporter.engine import ProxyMode, ProxyView
-from exporter.engine.whatif import MAX_ZONE_LOSS_ZONES
-from exporter.live.evaluator import ExporterState, ServiceResult
+from exporter.engine.whatif.zoneloss import MAX_ZONE_LOSS_ZONES
+from exporter.live.result import ExporterState, ServiceResult
 from exporter.metrics.family import (
     COUNTER,
     GAUGE,
@@ -111,7 +111,8 @@ class LastEventSum:
 
 class ZoneLossSum:
     """Per zone of the cluster, over exported entries: their forecasts were made when each
-    Service was evaluated, so this only counts (as `forecast_zone_loss` does)."""
+    Service was evaluated, so this only counts the zones each names
+    (`EntryForecast.zones_losing_hints`)."""
 
     def __init__(self, state: ExporterState) -> None:
         self._counts = dict.fromkeys((view.zone for view in state.zone_loss_views), 0)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from exporter.live.evaluator import ExporterState
+from exporter.live.result import ExporterState
 from exporter.metrics.family import (
     GAUGE,
     Declarations,

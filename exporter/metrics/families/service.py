@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from exporter.engine import ExpectedState
-from exporter.live.evaluator import ServiceResult
+from exporter.live.result import ServiceResult
 from exporter.metrics.family import (
     COUNTER,
     GAUGE,

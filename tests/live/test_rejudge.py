@@ -1,7 +1,8 @@
 """A node change that moves only CPU shares: verdicts re-judged from their counts, shared.
 
-`rejudged` must equal evaluating afresh under the new capacity, whatever the entry; and
-Services of one shape must share one allocation through the per-capacity memo.
+`rejudged` (the live evaluator's incremental policy) must equal evaluating afresh under
+the new capacity, whatever the entry; and Services of one shape must share one allocation
+through the context's per-capacity memo.
 """
 
 from __future__ import annotations
@@ -10,14 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from exporter.engine import DataPlane, EndpointSlice, Node, Service, cluster_capacity
-from exporter.engine.crosszone import Clients, CrossZones
-from exporter.engine.evaluate import (
-    Judgements,
-    evaluate_service,
-    ready_nodes,
-    rejudged,
-    service_inputs,
-)
+from exporter.engine.context import context_of, node_context, ready_nodes
+from exporter.engine.crosszone import Clients
+from exporter.engine.evaluate import evaluate_service, service_inputs
+from exporter.live.incremental import rejudged
 from tests.engine.builders import endpoint, endpoint_slice, service, zone_nodes
 
 ZONES = ("zone-0", "zone-1", "zone-2")
@@ -85,12 +82,14 @@ def test_rejudged_equals_a_fresh_evaluation(
         for node, cpu in zip(old_nodes, _same_names(old_nodes, after), strict=True)
     ]
     nodes = ready_nodes(old_nodes)
-    # Every data plane: none of their routings may depend on capacity.
-    old = evaluate_service(svc, slices, cluster_capacity(old_nodes), nodes, EVERY_DATAPLANE)
-    capacity = cluster_capacity(new_nodes)
-    fresh = evaluate_service(svc, slices, capacity, nodes, EVERY_DATAPLANE)
-    judgements = Judgements(capacity)
-    assert tuple(rejudged(verdict, judgements) for verdict in old) == fresh
+    # Every data plane: none of their routings may depend on capacity. No clients: the
+    # cross-zone shares stand (the next test re-weighs them).
+    old = evaluate_service(
+        svc, slices, context_of(cluster_capacity(old_nodes), nodes, dataplanes=EVERY_DATAPLANE)
+    )
+    context = context_of(cluster_capacity(new_nodes), nodes, dataplanes=EVERY_DATAPLANE)
+    fresh = evaluate_service(svc, slices, context)
+    assert tuple(rejudged(verdict, context) for verdict in old) == fresh
 
 
 @settings(max_examples=200, deadline=None)
@@ -113,22 +112,16 @@ def test_reweighed_cross_zone_shares_equal_a_fresh_evaluation(
         Node(node.name, node.zone, cpu.allocatable_cpu, node.ready, node.control_plane)
         for node, cpu in zip(old_nodes, _same_names(old_nodes, after), strict=True)
     ]
-    nodes = ready_nodes(old_nodes)
-    old_clients, new_clients = Clients.of(old_nodes), Clients.of(new_nodes)
-    old = evaluate_service(
-        svc, slices, cluster_capacity(old_nodes), nodes, EVERY_DATAPLANE,
-        cross_zones=CrossZones(old_clients),
-    )  # fmt: skip
-    capacity = cluster_capacity(new_nodes)
-    shares = CrossZones(new_clients)
-    fresh = evaluate_service(
-        svc, slices, capacity, nodes, EVERY_DATAPLANE, cross_zones=CrossZones(new_clients)
-    )
+    old_clients = Clients.of(old_nodes)
+    old = evaluate_service(svc, slices, node_context(old_nodes, EVERY_DATAPLANE))
+    fresh = evaluate_service(svc, slices, node_context(new_nodes, EVERY_DATAPLANE))
+    # Another context of the new nodes: its memos start empty, as the live evaluator's do.
+    context = node_context(new_nodes, EVERY_DATAPLANE)
+    assert context.nodes == ready_nodes(old_nodes)
     inputs = service_inputs(svc, slices)
-    judgements = Judgements(capacity)
     assert (
         tuple(
-            rejudged(verdict, judgements, (entry, shares, old_clients))
+            rejudged(verdict, context, (entry, old_clients))
             for verdict, entry in zip(old, inputs, strict=True)
         )
         == fresh
@@ -151,8 +144,7 @@ def _same_names(nodes: list[Node], cpu: dict[str, list[str]]) -> list[Node]:
 def test_services_of_one_shape_share_one_allocation() -> None:
     """100 auto Services of 9 endpoints, 3 per zone: one allocation, one judgement object."""
     nodes = zone_nodes({zone: ["4"] for zone in ZONES})
-    capacity, ready = cluster_capacity(nodes), ready_nodes(nodes)
-    judgements = Judgements(capacity)
+    context = node_context(nodes)
     verdicts = [
         verdict
         for index in range(100)
@@ -164,30 +156,16 @@ def test_services_of_one_shape_share_one_allocation() -> None:
                     service=f"web-{index}",
                 )
             ],
-            capacity,
-            ready,
-            judgements=judgements,
+            context,
         )
     ]
-    assert judgements.allocations_computed == 1
+    assert context.judgements.allocations_computed == 1
     assert len({id(verdict.zones) for verdict in verdicts}) == 1
     # Re-judged under another capacity: again one allocation for the 100.
-    moved = Judgements(
-        cluster_capacity(zone_nodes({"zone-0": ["8"], "zone-1": ["4"], "zone-2": ["4"]}))
+    moved = context_of(
+        cluster_capacity(zone_nodes({"zone-0": ["8"], "zone-1": ["4"], "zone-2": ["4"]})),
+        context.nodes,
     )
     again = [rejudged(verdict, moved) for verdict in verdicts]
-    assert moved.allocations_computed == 1
+    assert moved.judgements.allocations_computed == 1
     assert {verdict.zones["zone-0"].ratio for verdict in again} == {0.5}
-
-
-def test_a_memo_of_another_capacity_is_not_used() -> None:
-    """evaluate_service given a memo made for another capacity judges afresh (no stale
-    allocation), so a caller cannot mix node views by mistake."""
-    nodes = zone_nodes({zone: ["4"] for zone in ZONES})
-    other = Judgements(cluster_capacity(zone_nodes({"zone-0": ["8"], "zone-1": ["4"]})))
-    svc = service(mode="Auto")
-    slices = [endpoint_slice(*(endpoint(zone) for zone in ZONES for _ in range(3)))]
-    capacity = cluster_capacity(nodes)
-    (verdict,) = evaluate_service(svc, slices, capacity, ready_nodes(nodes), judgements=other)
-    assert other.allocations_computed == 0
-    assert verdict.zones["zone-0"].ratio == capacity.zone_ratios["zone-0"]

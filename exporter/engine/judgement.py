@@ -1,0 +1,149 @@
+"""The part of an entry's verdict that depends on cluster capacity, memoised per capacity.
+
+A judgement (the controller's decision, its zone figures, the nearest feasible count and
+capacity-dependent drift) reads the capacity and a handful of an entry's counts only: the
+entries of one node view share them through one `Judgements` (exporter.engine.context).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from types import MappingProxyType
+
+from exporter.engine.allocation import Allocation, NearestFeasible, allocate, nearest_feasible
+from exporter.engine.capacity import ClusterCapacity
+from exporter.engine.health import DriftKind, counted_drift_kinds, load_factor
+from exporter.engine.mechanism import Mechanism
+from exporter.engine.reasons import DisableReason
+
+
+class ExpectedState(StrEnum):
+    ENABLED = "enabled"
+    DISABLED = "disabled"
+    NOT_APPLICABLE = "not-applicable"
+
+
+@dataclass(frozen=True, slots=True)
+class ZoneVerdict:
+    ratio: float | None
+    # Set only for `auto` when enabled.
+    minimum: int | None
+    desired: float | None
+    maximum: int | None
+    # Counted endpoints hinted for this zone.
+    hinted: int
+    load_factor: float | None
+
+
+def expected_state(mechanism: Mechanism, reason: DisableReason | None) -> ExpectedState:
+    if mechanism is Mechanism.NONE:
+        return ExpectedState.NOT_APPLICABLE
+    if reason is not None:
+        return ExpectedState.DISABLED
+    return ExpectedState.ENABLED
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """The part of an entry's verdict that depends on cluster capacity."""
+
+    reason: DisableReason | None
+    expected_state: ExpectedState
+    zones: Mapping[str, ZoneVerdict]
+    nearest_feasible: NearestFeasible | None
+    # None where drift does not depend on capacity (traffic-distribution).
+    drift: frozenset[DriftKind] | None
+
+
+# (mechanism, ready, hinted, every ready endpoint has a zone, hinted endpoints per zone)
+_JudgementKey = tuple[Mechanism, int, int, bool, tuple[tuple[str, int], ...]]
+
+
+class Judgements:
+    """The judgements of one cluster capacity, memoised per entry's counts.
+
+    A judgement depends only on the capacity and (mechanism, ready count, hinted count,
+    whether every ready endpoint has a zone, hinted endpoints per zone): Services of one
+    shape share one allocation, one nearest-feasible search and one set of zone figures.
+    Like whatif.Feasibility, the memo is a value that lives as long as its capacity.
+    """
+
+    __slots__ = ("_capacity", "_memo", "allocations_computed")
+
+    def __init__(self, capacity: ClusterCapacity) -> None:
+        self._capacity = capacity
+        self._memo: dict[_JudgementKey, Judgement] = {}
+        # How many allocations were run (not served from the memo): what tests count.
+        self.allocations_computed = 0
+
+    @property
+    def capacity(self) -> ClusterCapacity:
+        return self._capacity
+
+    def judge(
+        self,
+        mechanism: Mechanism,
+        *,
+        ready: int,
+        hinted: int,
+        every_endpoint_has_zone: bool,
+        hinted_by_zone: Mapping[str, int],
+    ) -> Judgement:
+        # Hints for the empty zone name never count: no zone of the capacity is named "".
+        hinted_zones = tuple(sorted((zone, n) for zone, n in hinted_by_zone.items() if zone and n))
+        key = (mechanism, ready, hinted, every_endpoint_has_zone, hinted_zones)
+        try:
+            return self._memo[key]
+        except KeyError:
+            pass
+        judgement = self._memo[key] = self._judge(
+            mechanism, ready, hinted, every_endpoint_has_zone, dict(hinted_zones)
+        )
+        return judgement
+
+    def _judge(
+        self,
+        mechanism: Mechanism,
+        ready: int,
+        hinted: int,
+        every_endpoint_has_zone: bool,  # noqa: FBT001 - a private helper of judge()
+        hinted_by_zone: Mapping[str, int],
+    ) -> Judgement:
+        capacity = self._capacity
+        reason: DisableReason | None = None
+        allocations: Mapping[str, Allocation] = {}
+        nearest: NearestFeasible | None = None
+        if mechanism is Mechanism.AUTO:
+            self.allocations_computed += 1
+            result = allocate(capacity, ready, every_endpoint_has_zone=every_endpoint_has_zone)
+            reason, allocations = result.reason, result.allocations
+            nearest = nearest_feasible(capacity, ready)
+        state = expected_state(mechanism, reason)
+        zones = {}
+        for zone in sorted(set(capacity.zone_ratios) | set(hinted_by_zone)):
+            ratio = capacity.zone_ratios.get(zone)
+            allocation = allocations.get(zone)
+            hinted_for_zone = hinted_by_zone.get(zone, 0)
+            zones[zone] = ZoneVerdict(
+                ratio=ratio,
+                minimum=allocation.minimum if allocation else None,
+                desired=allocation.desired if allocation else None,
+                maximum=allocation.maximum if allocation else None,
+                hinted=hinted_for_zone,
+                load_factor=load_factor(ratio, ready, hinted_for_zone),
+            )
+        drift = (
+            None
+            if mechanism is Mechanism.TRAFFIC_DISTRIBUTION
+            else counted_drift_kinds(
+                mechanism,
+                hints_expected=state is ExpectedState.ENABLED,
+                ready=ready,
+                hinted=hinted,
+                allocations=allocations,
+                hinted_by_zone=hinted_by_zone,
+            )
+        )
+        return Judgement(reason, state, MappingProxyType(zones), nearest, drift)

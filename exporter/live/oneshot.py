@@ -1,0 +1,29 @@
+"""One-shot commands run the live pipeline once: the same store, evaluator and result.
+
+`explain` and `evaluate` read a snapshot file or a LIST of the cluster (exporter.sources),
+write it into a store as the informers would, and take one evaluator step: the result is
+the very type the live exporter publishes, with the same verdicts, forecasts and problems,
+so a command and the status page of an exporter watching the same objects cannot differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from exporter.engine import DEFAULT_DATAPLANES, DataPlane
+from exporter.engine.profile import ASSUMED, Profile
+from exporter.live.evaluator import Evaluator
+from exporter.live.result import ExporterState
+from exporter.live.store import ClusterStore
+from exporter.sources.snapshot import Snapshot
+
+
+def evaluate_snapshot(
+    snapshot: Snapshot,
+    dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES,
+    profile: Profile = ASSUMED,
+) -> ExporterState:
+    """The result of one evaluator step over the snapshot's objects."""
+    store = ClusterStore()
+    snapshot.write_to(store)
+    return Evaluator(store, dataplanes=dataplanes, profile=profile).step()

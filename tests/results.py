@@ -1,0 +1,23 @@
+"""The result a command or the live exporter would publish for some objects: one evaluator
+step over them (exporter.live.oneshot), for tests that build objects by hand."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from exporter.engine import DEFAULT_DATAPLANES, DataPlane, EndpointSlice, Node, Service
+from exporter.engine.profile import ASSUMED, Profile
+from exporter.live.oneshot import evaluate_snapshot
+from exporter.live.result import ExporterState
+from exporter.sources.snapshot import Snapshot
+
+
+def result_of(
+    nodes: Iterable[Node],
+    services: Iterable[Service],
+    slices: Iterable[EndpointSlice],
+    dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES,
+    profile: Profile = ASSUMED,
+) -> ExporterState:
+    snapshot = Snapshot(tuple(nodes), tuple(services), tuple(slices))
+    return evaluate_snapshot(snapshot, dataplanes, profile)
