@@ -224,7 +224,8 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         _warn(warning)
     for note in profile.notes():
         _warn(note)
-    result = evaluate_snapshot(snapshot, dataplanes, profile)
+    # The document shows no forecast: none is made.
+    result = evaluate_snapshot(snapshot, dataplanes, profile, forecasts=False)
     # Written piece by piece: the whole document would be the command's peak memory.
     document = formatted_evaluation_document(result, nodes_known=NODES not in missing)
     sys.stdout.buffer.writelines(map(json_printable, document))

@@ -57,8 +57,15 @@ class Evaluator:
         observe: Callable[[float], None] | None = None,
         dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES,
         profile: Profile = ASSUMED,
+        one_shot: bool = False,
+        forecasts: bool = True,
     ) -> None:
+        """`one_shot`: a command's single step (exporter.live.oneshot): nothing is kept for a
+        next step (no prepared inputs, flips or change log). `forecasts`: False when no
+        reader of the result shows them (`evaluate`)."""
         self._store = store
+        self._one_shot = one_shot
+        self._forecasts = forecasts
         # behaviour §12: what every verdict is computed under, and the one to switch to
         # (set from the thread that reads the API server's /version; read at each step).
         self._profile = profile
@@ -71,7 +78,7 @@ class Evaluator:
         self._inputs: dict[ServiceKey, tuple[Service | None, tuple[EndpointSlice, ...]]] = {}
         # What each Service's verdicts read from its Service and slices alone, for the
         # objects it was computed from: a change of the Ready nodes reuses it.
-        self._prepared = PreparedInputs()
+        self._prepared = PreparedInputs(retain=not one_shot)
         # Persistent: publishing shares every entry with the previous state, and a
         # one-Service change costs O(log n), not a copy of 10,000 entries.
         self._results: immutables.Map[ServiceKey, ServiceResult] = immutables.Map()
@@ -231,16 +238,20 @@ class Evaluator:
         for verdict, last in zip(verdicts, earlier, strict=True):
             self._track_flip(verdict, last)
         flips = tuple(self._flips[verdict.key] for verdict in verdicts)
-        forecasts = service_forecasts(
-            verdicts,
-            slices,
-            context.nodes,
-            view.feasibility,
-            view.zone_loss_views,
-            previous_forecasts,
-            same_slices=same_slices,
-            routes=context.routes,
-            inputs=inputs,
+        forecasts = (
+            ()
+            if not self._forecasts
+            else service_forecasts(
+                verdicts,
+                slices,
+                context.nodes,
+                view.feasibility,
+                view.zone_loss_views,
+                previous_forecasts,
+                same_slices=same_slices,
+                routes=context.routes,
+                inputs=inputs,
+            )
         )
         if (
             keep_unchanged
@@ -254,9 +265,11 @@ class Evaluator:
 
     def _track_flip(self, verdict: ServiceVerdict, last: ServiceVerdict | None) -> None:
         """`last`: the entry's verdict tracked last, when known (re-judged ones)."""
-        self.transitions.observe(verdict, last)
         key = verdict.key
         self._flips.setdefault(key, 0)
+        if self._one_shot:
+            return
+        self.transitions.observe(verdict, last)
         state = verdict.expected_state
         if state not in _FLIPPING_STATES:
             return

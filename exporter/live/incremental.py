@@ -186,9 +186,11 @@ def rejudged_service(
 class PreparedInputs:
     """Each Service's EntryInputs, for the Service and slice objects they were made from."""
 
-    __slots__ = ("_prepared", "_zone_sets")
+    __slots__ = ("_prepared", "_retain", "_zone_sets")
 
-    def __init__(self) -> None:
+    def __init__(self, *, retain: bool = True) -> None:
+        # False for a one-shot evaluation: there is no next step to reuse them in.
+        self._retain = retain
         self._prepared: dict[
             ServiceKey, tuple[Service, tuple[EndpointSlice, ...], tuple[EntryInputs, ...]]
         ] = {}
@@ -204,7 +206,8 @@ class PreparedInputs:
         if prepared is not None and prepared[0] is service and prepared[1] is slices:
             return prepared[2], True
         inputs = service_inputs(service, slices, self._zone_sets, profile)
-        self._prepared[key] = (service, slices, inputs)
+        if self._retain:
+            self._prepared[key] = (service, slices, inputs)
         return inputs, False
 
     def entries_of(

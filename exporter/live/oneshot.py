@@ -22,8 +22,14 @@ def evaluate_snapshot(
     snapshot: Snapshot,
     dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES,
     profile: Profile = ASSUMED,
+    *,
+    forecasts: bool = True,
 ) -> ExporterState:
-    """The result of one evaluator step over the snapshot's objects."""
+    """The result of one evaluator step over the snapshot's objects; `forecasts`: False
+    leaves them out when nothing will show them (`evaluate`'s document)."""
     store = ClusterStore()
     snapshot.write_to(store)
-    return Evaluator(store, dataplanes=dataplanes, profile=profile).step()
+    evaluator = Evaluator(
+        store, dataplanes=dataplanes, profile=profile, one_shot=True, forecasts=forecasts
+    )
+    return evaluator.step()

@@ -55,8 +55,9 @@ class ClusterStore:
     # -- writers -----------------------------------------------------------------------
 
     def _mark_service(self, key: ServiceKey) -> None:
+        # The writer that marks wakes the evaluator once, not once per Service (a relist
+        # marks thousands).
         self._pending.services.add(key)
-        self._changed.notify_all()
 
     def _mark_nodes(self) -> None:
         self._pending.nodes = True
@@ -87,11 +88,13 @@ class ClusterStore:
             if self._services.get(service.key) != service:
                 self._services[service.key] = service
                 self._mark_service(service.key)
+                self._changed.notify_all()
 
     def delete_service(self, namespace: str, name: str) -> None:
         with self._lock:
             if self._services.pop((namespace, name), None) is not None:
                 self._mark_service((namespace, name))
+                self._changed.notify_all()
 
     def replace_services(self, services: Iterable[Service]) -> None:
         fresh = {
@@ -104,6 +107,7 @@ class ClusterStore:
                 if self._services.get(key) != fresh.get(key):
                     self._mark_service(key)
             self._services = fresh
+            self._changed.notify_all()
 
     def _slice_owner(self, endpoint_slice: EndpointSlice) -> ServiceKey | None:
         if endpoint_slice.service_name is None:
@@ -140,10 +144,12 @@ class ClusterStore:
     def upsert_endpoint_slice(self, endpoint_slice: EndpointSlice) -> None:
         with self._lock:
             self._upsert_slice_locked(endpoint_slice)
+            self._changed.notify_all()
 
     def delete_endpoint_slice(self, namespace: str, name: str) -> None:
         with self._lock:
             self._remove_slice_locked((namespace, name))
+            self._changed.notify_all()
 
     def replace_endpoint_slices(self, slices: Iterable[EndpointSlice]) -> None:
         fresh = {
@@ -156,6 +162,7 @@ class ClusterStore:
                 self._remove_slice_locked(key)
             for endpoint_slice in fresh.values():
                 self._upsert_slice_locked(endpoint_slice)
+            self._changed.notify_all()
 
     def _upsert_event_locked(self, event: ControllerEvent) -> None:
         if self._events.get(event.uid) != event:
