@@ -26,14 +26,14 @@ from cluster import ClusterSize, cluster_objects  # noqa: E402
 
 from exporter.http.server import MetricsServer  # noqa: E402
 from exporter.live.evaluator import Evaluator  # noqa: E402
-from exporter.live.result import ExporterState  # noqa: E402
+from exporter.live.result import ClusterResult  # noqa: E402
 from exporter.live.store import ClusterStore  # noqa: E402
 from exporter.runtime import tune_garbage_collector  # noqa: E402
 from exporter.sources.snapshot import parse_snapshot  # noqa: E402
 from exporter.web.app import StatusPages  # noqa: E402
 
 
-def build_state(size: ClusterSize) -> tuple[ExporterState, ExporterState]:
+def build_state(size: ClusterSize) -> tuple[ClusterResult, ClusterResult]:
     """The published state, and the next one after one Service changed."""
     data = msgspec.json.encode({"kind": "List", "items": list(cluster_objects(size))})
     snapshot = parse_snapshot("bench", data)
@@ -49,7 +49,7 @@ def build_state(size: ClusterSize) -> tuple[ExporterState, ExporterState]:
 
 
 def server_times(
-    state: ExporterState, after_change: ExporterState
+    state: ClusterResult, after_change: ClusterResult
 ) -> list[tuple[str, float, float, int]]:
     """(what, wall seconds, CPU seconds, bytes) for each route; `cold`: a state's first request.
 
@@ -80,7 +80,7 @@ def server_times(
     return results
 
 
-def browser_times(state: ExporterState) -> list[tuple[str, float]]:
+def browser_times(state: ClusterResult) -> list[tuple[str, float]]:
     """Navigation until the load event, and until the table's last row exists."""
     from tests.browser.chromium import chromium  # noqa: PLC0415 - only with --browser
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from exporter.engine import DEFAULT_DATAPLANES, DataPlane, EndpointSlice, Node, Service
 from exporter.engine.profile import ASSUMED, Profile
 from exporter.live.oneshot import evaluate_snapshot
-from exporter.live.result import ExporterState
+from exporter.live.result import ClusterResult
 from exporter.sources.snapshot import Snapshot
 
 
@@ -18,6 +18,6 @@ def result_of(
     slices: Iterable[EndpointSlice],
     dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES,
     profile: Profile = ASSUMED,
-) -> ExporterState:
+) -> ClusterResult:
     snapshot = Snapshot(tuple(nodes), tuple(services), tuple(slices))
     return evaluate_snapshot(snapshot, dataplanes, profile)

@@ -37,8 +37,8 @@ from exporter.engine.whatif.scenario import MAX_SCENARIO_COUNT
 from exporter.live.oneshot import evaluate_snapshot
 from exporter.report.document import formatted_evaluation_document, service_document
 from exporter.report.overview import (
-    NODES,
-    SERVICES,
+    NODE_KIND,
+    SERVICE_KIND,
     exit_status,
     missing_error,
     missing_kinds,
@@ -227,7 +227,7 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     # The document shows no forecast: none is made.
     result = evaluate_snapshot(snapshot, dataplanes, profile, forecasts=False)
     # Written piece by piece: the whole document would be the command's peak memory.
-    document = formatted_evaluation_document(result, nodes_known=NODES not in missing)
+    document = formatted_evaluation_document(result, nodes_known=NODE_KIND not in missing)
     sys.stdout.buffer.writelines(map(json_printable, document))
     sys.stdout.buffer.write(b"\n")
     sys.stdout.flush()
@@ -288,14 +288,14 @@ def _run_explain(args: argparse.Namespace) -> int:
         verdicts = select(result, namespace, name)
     except LookupError as error:
         raise CommandError(f"{error.args[0]} in {where}") from None
-    if namespace is not None and not verdicts and SERVICES not in missing:
+    if namespace is not None and not verdicts and SERVICE_KIND not in missing:
         _check_namespace(snapshot, namespace, where)
     if args.output == "json":
         # Text output carries the warnings itself; JSON must stay JSON.
         for warning in missing_warnings(missing):
             _warn(warning)
     status = exit_status(verdicts, missing, fail_on)
-    nodes_known = NODES not in missing
+    nodes_known = NODE_KIND not in missing
     if args.summary or args.output == "wide":
         if args.output == "json":
             _print_json(

@@ -16,9 +16,9 @@ from exporter.engine.capacity import ClusterCapacity, MissingInfo, NodeProblem, 
 from exporter.engine.context import DEFAULT_DATAPLANES, NodeContext, node_context
 from exporter.engine.dataplanes import DATA_PLANES, DataPlaneRule, route
 from exporter.engine.evaluate import (
+    EntryVerdict,
     Evaluation,
     ExpectedState,
-    ServiceVerdict,
     ZoneVerdict,
     evaluate,
     evaluate_service,
@@ -53,6 +53,7 @@ __all__ = [
     "DriftKind",
     "Endpoint",
     "EndpointSlice",
+    "EntryVerdict",
     "Evaluation",
     "ExpectedState",
     "Mechanism",
@@ -68,7 +69,6 @@ __all__ = [
     "RoutingView",
     "Service",
     "ServiceEndpoints",
-    "ServiceVerdict",
     "ZoneRouting",
     "ZoneVerdict",
     "allocate",

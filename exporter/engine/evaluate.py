@@ -32,9 +32,9 @@ from exporter.engine.routing import (
 __all__ = [
     "DEFAULT_DATAPLANES",
     "EntryInputs",
+    "EntryVerdict",
     "Evaluation",
     "ExpectedState",
-    "ServiceVerdict",
     "ZoneVerdict",
     "counted_endpoints",
     "entry_inputs",
@@ -48,7 +48,7 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True)
-class ServiceVerdict:
+class EntryVerdict:
     service: Service
     address_type: str
     mechanism: Mechanism
@@ -95,7 +95,7 @@ class Evaluation:
     capacity: ClusterCapacity
     nodes: ReadyNodes
     # Sorted by namespace, name, address type.
-    services: tuple[ServiceVerdict, ...]
+    services: tuple[EntryVerdict, ...]
     # behaviour §12: the Kubernetes versions and gates the verdicts were computed under.
     profile: Profile = ASSUMED
     # behaviour §13's clients: Ready nodes with a zone and CPU, weighted by CPU.
@@ -268,7 +268,7 @@ def service_inputs(
     )
 
 
-def evaluate_entry(inputs: EntryInputs, context: NodeContext) -> ServiceVerdict:
+def evaluate_entry(inputs: EntryInputs, context: NodeContext) -> EntryVerdict:
     """The entry's verdict in this node view (`inputs` made under the context's profile).
 
     The context's memos share judgements, kube-proxy routings and cross-zone shares
@@ -304,7 +304,7 @@ def evaluate_entry(inputs: EntryInputs, context: NodeContext) -> ServiceVerdict:
         else route(dataplane, endpoints, nodes)
         for dataplane in context.dataplanes
     }
-    return ServiceVerdict(
+    return EntryVerdict(
         service=inputs.service,
         address_type=inputs.address_type,
         mechanism=mechanism,
@@ -328,7 +328,7 @@ def evaluate_entry(inputs: EntryInputs, context: NodeContext) -> ServiceVerdict:
 
 def evaluate_service(
     service: Service, slices: Sequence[EndpointSlice], context: NodeContext
-) -> tuple[ServiceVerdict, ...]:
+) -> tuple[EntryVerdict, ...]:
     """One verdict per address type among the Service's slices, sorted by address type.
 
     Pass one context to every call of one node view so that Services of one shape share

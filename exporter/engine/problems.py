@@ -27,7 +27,7 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from exporter.engine.allocation import OVERLOAD_LIMIT
-from exporter.engine.evaluate import ExpectedState, ServiceVerdict
+from exporter.engine.evaluate import EntryVerdict, ExpectedState
 from exporter.engine.kubeproxy import ProxyMode
 from exporter.engine.mechanism import Mechanism
 
@@ -168,7 +168,7 @@ _SEVERITY_RANK = {Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.INFO: 2}
 _FOLLOWING_MODES = frozenset({ProxyMode.PREFER_SAME_ZONE, ProxyMode.PREFER_SAME_NODE})
 
 
-def in_play(verdict: ServiceVerdict) -> bool:
+def in_play(verdict: EntryVerdict) -> bool:
     """Hints are in play for the entry: it asks for them, carries some, or has a config issue.
 
     Only these are exported by default (bounded cardinality), so only these can fire an
@@ -181,7 +181,7 @@ def in_play(verdict: ServiceVerdict) -> bool:
     )
 
 
-def problems_of(verdict: ServiceVerdict, *, nodes_known: bool = True) -> tuple[ProblemId, ...]:
+def problems_of(verdict: EntryVerdict, *, nodes_known: bool = True) -> tuple[ProblemId, ...]:
     """The entry's problems, in the table's order. `nodes_known` is False only for a
     one-shot input without Nodes: what needs them is then unknown, not wrong."""
     if not in_play(verdict):
@@ -197,29 +197,29 @@ def problems_of(verdict: ServiceVerdict, *, nodes_known: bool = True) -> tuple[P
 
 
 # Each problem's condition, over the fields the alert's metrics are rendered from.
-def _fails_closed(verdict: ServiceVerdict) -> bool:
+def _fails_closed(verdict: EntryVerdict) -> bool:
     # A node with no endpoint that internalTrafficPolicy Local does not explain.
     return any(view.no_endpoint_nodes()[0] for view in verdict.routing.values())
 
 
-def _local_policy_drops(verdict: ServiceVerdict) -> bool:
+def _local_policy_drops(verdict: EntryVerdict) -> bool:
     return any(view.no_endpoint_nodes()[1] for view in verdict.routing.values())
 
 
-def _hints_off(verdict: ServiceVerdict) -> bool:
+def _hints_off(verdict: EntryVerdict) -> bool:
     return verdict.expected_state is ExpectedState.DISABLED
 
 
-def _partial_hints(verdict: ServiceVerdict) -> bool:
+def _partial_hints(verdict: EntryVerdict) -> bool:
     completeness = verdict.hint_completeness
     return completeness is not None and 0 < completeness < 1
 
 
-def _drift(verdict: ServiceVerdict) -> bool:
+def _drift(verdict: EntryVerdict) -> bool:
     return bool(verdict.drift)
 
 
-def _hints_ignored(verdict: ServiceVerdict) -> bool:
+def _hints_ignored(verdict: EntryVerdict) -> bool:
     return (
         verdict.expected_state is ExpectedState.ENABLED
         and verdict.hint_completeness == 1
@@ -227,20 +227,20 @@ def _hints_ignored(verdict: ServiceVerdict) -> bool:
     )
 
 
-def _zone_fallback(verdict: ServiceVerdict) -> bool:
+def _zone_fallback(verdict: EntryVerdict) -> bool:
     modes = set(verdict.proxy.by_zone.values())
     return ProxyMode.CLUSTER in modes and bool(modes & _FOLLOWING_MODES)
 
 
-def _overloaded_zone(verdict: ServiceVerdict) -> bool:
+def _overloaded_zone(verdict: EntryVerdict) -> bool:
     return verdict.mechanism is Mechanism.TRAFFIC_DISTRIBUTION and has_overloaded_zone(verdict)
 
 
-def _config_issue(verdict: ServiceVerdict) -> bool:
+def _config_issue(verdict: EntryVerdict) -> bool:
     return bool(verdict.config_issues)
 
 
-_CHECKS: Mapping[ProblemId, Callable[[ServiceVerdict], bool]] = MappingProxyType(
+_CHECKS: Mapping[ProblemId, Callable[[EntryVerdict], bool]] = MappingProxyType(
     {
         ProblemId.FAILS_CLOSED: _fails_closed,
         ProblemId.LOCAL_POLICY_DROPS: _local_policy_drops,
@@ -257,7 +257,7 @@ _CHECKS: Mapping[ProblemId, Callable[[ServiceVerdict], bool]] = MappingProxyType
 _NEEDS_NODES = frozenset({ProblemId.HINTS_OFF, ProblemId.DRIFT})
 
 
-def has_overloaded_zone(verdict: ServiceVerdict) -> bool:
+def has_overloaded_zone(verdict: EntryVerdict) -> bool:
     """A zone whose kube-proxy follows its hints sends them more than the overload limit."""
     by_zone = verdict.proxy.by_zone
     return any(

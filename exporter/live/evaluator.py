@@ -1,4 +1,4 @@
-"""Turns store changes into a new immutable ExporterState, re-evaluating only what changed.
+"""Turns store changes into a new immutable ClusterResult, re-evaluating only what changed.
 
 A Service or EndpointSlice change re-evaluates that Service; a Node change recomputes
 cluster capacity and re-evaluates every Service only when capacity or the set of Ready
@@ -23,16 +23,16 @@ from exporter.engine import (
     DEFAULT_DATAPLANES,
     DataPlane,
     EndpointSlice,
+    EntryVerdict,
     ExpectedState,
     Service,
-    ServiceVerdict,
 )
 from exporter.engine.context import context_of
 from exporter.engine.evaluate import EntryInputs, evaluate_entry
 from exporter.engine.profile import ASSUMED, Profile
 from exporter.engine.whatif.forecast import EntryForecast, service_forecasts
 from exporter.live.incremental import Moved, NodeView, PreparedInputs, next_view, rejudged_service
-from exporter.live.result import ExporterState, ServiceResult
+from exporter.live.result import ClusterResult, ServiceResult
 from exporter.live.store import Changes, ClusterStore
 from exporter.live.transitions import TransitionLog
 from exporter.vocabulary import ControllerEvent, EntryKey, EventKey, ServiceKey
@@ -89,7 +89,7 @@ class Evaluator:
         self._last_event: dict[EventKey, float] = {}
         # Event figures changed since last published: only then are they copied again.
         self._events_dirty = False
-        self._state = state = ExporterState()
+        self._state = state = ClusterResult()
         # The published node view: its context's memos (judgements, kube-proxy routings,
         # cross-zone shares) are shared by every Service's evaluation.
         self._view = NodeView(
@@ -103,12 +103,12 @@ class Evaluator:
             state.feasibility,
             state.zone_loss_views,
         )
-        self._listeners: list[Callable[[ExporterState], None]] = []
+        self._listeners: list[Callable[[ClusterResult], None]] = []
         # One log line when a Service's verdict changes, rate-limited per Service.
         self.transitions = TransitionLog()
 
     @property
-    def state(self) -> ExporterState:
+    def state(self) -> ClusterResult:
         return self._state
 
     @property
@@ -119,11 +119,11 @@ class Evaluator:
         """Evaluate under `profile` from the next step on (every Service, if it differs)."""
         self._next_profile = profile
 
-    def add_listener(self, listener: Callable[[ExporterState], None]) -> None:
+    def add_listener(self, listener: Callable[[ClusterResult], None]) -> None:
         """Called with each newly published state, in the evaluator's thread."""
         self._listeners.append(listener)
 
-    def step(self) -> ExporterState:
+    def step(self) -> ClusterResult:
         """Apply whatever changed in the store and publish the new state."""
         started = time.perf_counter()
         # Held-back lines of flapping Services are due with time, not only with changes.
@@ -184,7 +184,7 @@ class Evaluator:
         if self._events_dirty:
             last_event, event_totals = _frozen(self._last_event), _frozen(self._event_totals)
             self._events_dirty = False
-        self._state = ExporterState(
+        self._state = ClusterResult(
             capacity=view.context.capacity,
             nodes=view.context.nodes,
             services=self._results,
@@ -263,7 +263,7 @@ class Evaluator:
             return old
         return ServiceResult(verdicts, flips, forecasts)
 
-    def _track_flip(self, verdict: ServiceVerdict, last: ServiceVerdict | None) -> None:
+    def _track_flip(self, verdict: EntryVerdict, last: EntryVerdict | None) -> None:
         """`last`: the entry's verdict tracked last, when known (re-judged ones)."""
         key = verdict.key
         self._flips.setdefault(key, 0)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TypeVar
 
-from exporter.engine import EndpointSlice, Service, ServiceVerdict, cluster_capacity
+from exporter.engine import EndpointSlice, EntryVerdict, Service, cluster_capacity
 from exporter.engine.context import NodeContext, ready_nodes
 from exporter.engine.crosszone import Clients
 from exporter.engine.evaluate import EntryInputs, service_inputs
@@ -120,10 +120,10 @@ def next_view(
 
 
 def rejudged(
-    verdict: ServiceVerdict,
+    verdict: EntryVerdict,
     context: NodeContext,
     reweighed: tuple[EntryInputs, Clients] | None = None,
-) -> ServiceVerdict:
+) -> EntryVerdict:
     """The verdict in `context`, whose Ready nodes are those of the verdict's view.
 
     What a node change that moves only CPU shares asks of every entry: the counts the
@@ -140,7 +140,7 @@ def rejudged(
         every_endpoint_has_zone=sum(verdict.zone_endpoints.values()) == verdict.ready_endpoints,
         hinted_by_zone=hinted_by_zone,
     )
-    return ServiceVerdict(
+    return EntryVerdict(
         service=verdict.service,
         address_type=verdict.address_type,
         mechanism=verdict.mechanism,
@@ -169,11 +169,11 @@ def rejudged(
 
 
 def rejudged_service(
-    verdicts: Sequence[ServiceVerdict],
+    verdicts: Sequence[EntryVerdict],
     entries: Sequence[EntryInputs | None],
     context: NodeContext,
     before: Clients,
-) -> tuple[ServiceVerdict, ...]:
+) -> tuple[EntryVerdict, ...]:
     """A Service's verdicts re-judged in `context` (`entries`: their kept inputs, None where
     unknown); their cross-zone shares are re-weighed where the clients moved from `before`."""
     reweigh = context.clients is not before
@@ -211,7 +211,7 @@ class PreparedInputs:
         return inputs, False
 
     def entries_of(
-        self, key: ServiceKey, verdicts: Sequence[ServiceVerdict]
+        self, key: ServiceKey, verdicts: Sequence[EntryVerdict]
     ) -> tuple[EntryInputs | None, ...]:
         """The kept inputs of each verdict (both sorted by address type), None where unknown."""
         prepared = self._prepared.get(key)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from exporter.engine import DEFAULT_DATAPLANES, DataPlane
 from exporter.engine.profile import ASSUMED, Profile
 from exporter.live.evaluator import Evaluator
-from exporter.live.result import ExporterState
+from exporter.live.result import ClusterResult
 from exporter.live.store import ClusterStore
 from exporter.sources.snapshot import Snapshot
 
@@ -24,7 +24,7 @@ def evaluate_snapshot(
     profile: Profile = ASSUMED,
     *,
     forecasts: bool = True,
-) -> ExporterState:
+) -> ClusterResult:
     """The result of one evaluator step over the snapshot's objects; `forecasts`: False
     leaves them out when nothing will show them (`evaluate`'s document)."""
     store = ClusterStore()

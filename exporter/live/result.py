@@ -15,7 +15,7 @@ from types import MappingProxyType
 
 import immutables
 
-from exporter.engine import ClusterCapacity, ReadyNodes, Service, ServiceVerdict
+from exporter.engine import ClusterCapacity, EntryVerdict, ReadyNodes, Service
 from exporter.engine.crosszone import NO_CLIENTS, Clients
 from exporter.engine.problems import ProblemId, problems_of
 from exporter.engine.profile import ASSUMED, Profile
@@ -29,7 +29,7 @@ from exporter.vocabulary import EventKey, ServiceKey
 class ServiceResult:
     """One Service's entries (one per address type): verdicts, flips, forecasts, problems."""
 
-    verdicts: tuple[ServiceVerdict, ...]
+    verdicts: tuple[EntryVerdict, ...]
     # Flips between enabled and disabled seen since start, aligned with `verdicts`.
     state_changes: tuple[int, ...]
     # Endpoint margin and zones whose loss ends the hints, aligned with `verdicts`.
@@ -44,14 +44,14 @@ class ServiceResult:
         """Each entry's problems (exporter.engine.problems), aligned with `verdicts`."""
         return tuple(problems_of(verdict) for verdict in self.verdicts)
 
-    def entries(self) -> Iterator[tuple[ServiceVerdict, EntryForecast]]:
+    def entries(self) -> Iterator[tuple[EntryVerdict, EntryForecast]]:
         """(verdict, forecast) per address type; NO_FORECAST where none was made."""
         forecasts = self.forecasts or (NO_FORECAST,) * len(self.verdicts)
         return zip(self.verdicts, forecasts, strict=True)
 
 
 @dataclass(frozen=True, slots=True)
-class ExporterState:
+class ClusterResult:
     """The result: everything `explain`, `evaluate`, the metrics, the status page and
     `/api/v1` render, computed together by one evaluator step (exporter.live.evaluator),
     whether the objects came from watches or from a snapshot."""
@@ -88,7 +88,7 @@ class ExporterState:
     # behaviour §12: the Kubernetes versions and gates the verdicts were computed under.
     profile: Profile = ASSUMED
 
-    def verdicts(self) -> tuple[ServiceVerdict, ...]:
+    def verdicts(self) -> tuple[EntryVerdict, ...]:
         """Every entry's verdict, by namespace, name and address type."""
         return tuple(
             verdict for key in sorted(self.services) for verdict in self.services[key].verdicts

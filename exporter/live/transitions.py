@@ -17,7 +17,7 @@ from typing import Any
 
 import structlog
 
-from exporter.engine import ServiceVerdict
+from exporter.engine import EntryVerdict
 from exporter.vocabulary import EntryKey
 
 # One line per Service and aspect per this many seconds; changes in between are counted.
@@ -33,14 +33,14 @@ logger = structlog.get_logger("exporter.live.transitions")
 class Aspect:
     name: str
     event: str  # the log line's event text
-    value: Callable[[ServiceVerdict], str]
+    value: Callable[[EntryVerdict], str]
     # Why it has the new value, for the line (None: nothing to add).
-    reason: Callable[[ServiceVerdict], str | None]
+    reason: Callable[[EntryVerdict], str | None]
     # What the value is computed from: while it is the same object, so is the value.
-    inputs: Callable[[ServiceVerdict], object]
+    inputs: Callable[[EntryVerdict], object]
 
 
-def routing_summary(verdict: ServiceVerdict) -> str:
+def routing_summary(verdict: EntryVerdict) -> str:
     """Per data plane, the share of Ready nodes whose traffic stays local ("none": no routing)."""
     parts = [
         f"{plane}: {round((view.local_ratio or 0.0) * 100)}% of nodes local"
@@ -50,7 +50,7 @@ def routing_summary(verdict: ServiceVerdict) -> str:
     return "; ".join(parts) or "none"
 
 
-def routing_cause(verdict: ServiceVerdict) -> str | None:
+def routing_cause(verdict: EntryVerdict) -> str | None:
     """The cause the first data plane names for a zone that does not stay local."""
     for view in verdict.routing.values():
         for zone_routing in view.by_zone.values():
@@ -97,13 +97,13 @@ class TransitionLog:
         self._current: dict[_Slot, str] = {}
         self._logged: dict[_Slot, str] = {}  # the value the last line ended on
         self._last_line: dict[_Slot, float] = {}
-        self._held: dict[_Slot, tuple[Aspect, ServiceVerdict, int]] = {}
+        self._held: dict[_Slot, tuple[Aspect, EntryVerdict, int]] = {}
         self._step_lines = step_lines
         self._lines_this_step = 0
         # (event, from, to) -> Services past this step's line budget.
         self._overflow: Counter[tuple[str, str, str]] = Counter()
 
-    def observe(self, verdict: ServiceVerdict, last: ServiceVerdict | None = None) -> None:
+    def observe(self, verdict: EntryVerdict, last: EntryVerdict | None = None) -> None:
         """A new verdict; the first one of a Service is its starting point, not a change.
 
         `last`: the entry's verdict observed last, when known. An aspect whose inputs
@@ -157,9 +157,7 @@ class TransitionLog:
                 for store in stores:
                     store.pop(slot, None)
 
-    def _line(
-        self, slot: _Slot, aspect: Aspect, verdict: ServiceVerdict, *, held_back: int
-    ) -> None:
+    def _line(self, slot: _Slot, aspect: Aspect, verdict: EntryVerdict, *, held_back: int) -> None:
         to = aspect.value(verdict)
         fields: dict[str, Any] = {
             "namespace": verdict.service.namespace,

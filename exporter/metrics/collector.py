@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from exporter.engine import Mechanism, ServiceVerdict
-from exporter.live.result import ExporterState
+from exporter.engine import EntryVerdict, Mechanism
+from exporter.live.result import ClusterResult
 from exporter.metrics.families import HINT_FAMILIES
 from exporter.metrics.family import Family, MetricType, PerScrape, PerService, Sample, Scrape
 
@@ -53,7 +53,7 @@ class FamilyFilter:
         return not any(pattern.fullmatch(name) for pattern in self._deny)
 
 
-def is_exported(verdicts: Iterable[ServiceVerdict], options: ExportOptions) -> bool:
+def is_exported(verdicts: Iterable[EntryVerdict], options: ExportOptions) -> bool:
     """By default, only Services where hints are in play: keeps cardinality bounded."""
     return options.all_services or any(
         verdict.mechanism is not Mechanism.NONE or verdict.carries_hints or verdict.config_issues
@@ -79,7 +79,7 @@ def family_samples(family: Family, scrape: Scrape) -> Iterator[Sample]:
             raise ValueError(f"{family.name} is updated by instruments, not rendered")
 
 
-def exported_scrape(state: ExporterState, options: ExportOptions) -> Scrape:
+def exported_scrape(state: ClusterResult, options: ExportOptions) -> Scrape:
     """The state with the Services this exporter exports, in key order."""
     exported = tuple(
         result
@@ -97,7 +97,7 @@ class HintsCollector(Collector):
 
     def __init__(
         self,
-        state: Callable[[], ExporterState],
+        state: Callable[[], ClusterResult],
         *,
         ready: Callable[[], bool],
         options: ExportOptions | None = None,

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from exporter.live.result import ExporterState, ServiceResult
+from exporter.live.result import ClusterResult, ServiceResult
 from exporter.metrics.family import (
     Family,
     PerScrape,
@@ -172,7 +172,7 @@ class ScrapeColumn:
         self.chunk = b""
         self.dirty = True
 
-    def _reads_changed(self, state: ExporterState) -> bool:
+    def _reads_changed(self, state: ClusterResult) -> bool:
         reads = self._samples.reads
         if reads is None:
             return True
@@ -185,7 +185,7 @@ class ScrapeColumn:
 
     def update(
         self,
-        state: ExporterState,
+        state: ClusterResult,
         fragments: Mapping[ServiceKey, Fragment],
         applied: Iterable[ServiceKey],
         exported: Callable[[], tuple[ServiceResult, ...]],

@@ -5,7 +5,7 @@ scrape, as `generate_latest` does, costs seconds, and even re-joining cached lin
 tens of milliseconds. So nothing is redone that did not change:
 
 - A Service's lines (its fragment: one chunk per family) are rendered when its result is
-  replaced; the evaluator names those Services in `ExporterState.changed`, and a scrape
+  replaced; the evaluator names those Services in `ClusterResult.changed`, and a scrape
   that missed generations gets them from `observe` (registered as an evaluator listener),
   else compares results by identity. Of a replaced result, only the families whose
   declared `inputs` differ from the old result's are rendered again: a node change that
@@ -38,7 +38,7 @@ from enum import Enum, auto
 
 from exporter.engine import ReadyNodes
 from exporter.engine.whatif.forecast import NO_FORECAST
-from exporter.live.result import ExporterState, ServiceResult
+from exporter.live.result import ClusterResult, ServiceResult
 from exporter.metrics.blocks import Row, SortedBlocks, Update
 from exporter.metrics.collector import ExportOptions, FamilyFilter, is_exported
 from exporter.metrics.columns import (
@@ -119,7 +119,7 @@ class RenderCounts:
 class _Body:
     """The rendered hint families of one published state: never changed once made."""
 
-    state: ExporterState
+    state: ClusterResult
     # Per family exported (HINT_FAMILIES order, filtered): its non-empty sample chunks.
     families: tuple[tuple[bytes, ...], ...]
 
@@ -133,7 +133,7 @@ class ExpositionRenderer:
 
     def __init__(
         self,
-        state: Callable[[], ExporterState],
+        state: Callable[[], ClusterResult],
         *,
         ready: Callable[[], bool],
         options: ExportOptions | None = None,
@@ -194,7 +194,7 @@ class ExpositionRenderer:
 
     # -- the interface ------------------------------------------------------------------------
 
-    def observe(self, state: ExporterState) -> None:
+    def observe(self, state: ClusterResult) -> None:
         """An evaluator listener: remembers which Services each generation changed."""
         with self._changes_lock:
             if len(self._changes) >= _MAX_REMEMBERED:
@@ -252,7 +252,7 @@ class ExpositionRenderer:
             return body
 
     def _changed_since(
-        self, previous: ExporterState | None, state: ExporterState
+        self, previous: ClusterResult | None, state: ClusterResult
     ) -> set[ServiceKey] | None:
         """The Services changed from `previous` to `state`; None when not known."""
         if previous is None:
@@ -277,7 +277,7 @@ class ExpositionRenderer:
                 del remembered[generation]
         return keys
 
-    def _identity_diff(self, state: ExporterState) -> set[ServiceKey]:
+    def _identity_diff(self, state: ClusterResult) -> set[ServiceKey]:
         services = state.services
         fragments = self._fragments
         changed = {
@@ -377,7 +377,7 @@ class ExpositionRenderer:
             row[index] = self._service_columns[index].render(subject, prepared)
         return tuple(row)
 
-    def _update(self, previous: ExporterState | None, state: ExporterState) -> _Body:
+    def _update(self, previous: ClusterResult | None, state: ClusterResult) -> _Body:
         nodes = state.nodes
         nodes_moved = self._nodes is not nodes and self._nodes != nodes
         self._nodes = nodes
@@ -408,7 +408,7 @@ class ExpositionRenderer:
             self.counts.sum_rebuilds += rebuilt
         return self._body_of(state)
 
-    def _load(self, state: ExporterState) -> list[ServiceKey]:
+    def _load(self, state: ClusterResult) -> list[ServiceKey]:
         """Render every Service (the first render, or after the renderer was emptied)."""
         nodes = state.nodes
         fragments = self._fragments
@@ -425,7 +425,7 @@ class ExpositionRenderer:
         return list(fragments)
 
     def _apply(
-        self, state: ExporterState, changed: Iterable[ServiceKey], *, nodes_moved: bool
+        self, state: ClusterResult, changed: Iterable[ServiceKey], *, nodes_moved: bool
     ) -> set[ServiceKey]:
         """Replace the fragments of the changed Services; returns those actually replaced.
 
@@ -462,7 +462,7 @@ class ExpositionRenderer:
                 self._blocks.remove(key)
         return applied
 
-    def _body_of(self, state: ExporterState) -> _Body:
+    def _body_of(self, state: ClusterResult) -> _Body:
         blocks = self._blocks.blocks
         for block in blocks:
             if block.stale:

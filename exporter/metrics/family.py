@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
-from exporter.engine import ReadyNodes, ServiceVerdict
+from exporter.engine import EntryVerdict, ReadyNodes
 from exporter.engine.whatif.forecast import NO_FORECAST, EntryForecast
-from exporter.live.result import ExporterState, ServiceResult
+from exporter.live.result import ClusterResult, ServiceResult
 
 PREFIX = "topology_hints_"
 
@@ -69,7 +69,7 @@ class ServiceEntry:
     """One exported (Service, address type) verdict, its flip counter, what-if forecast and
     the Ready nodes."""
 
-    verdict: ServiceVerdict
+    verdict: EntryVerdict
     state_changes: int
     nodes: ReadyNodes
     forecast: EntryForecast = NO_FORECAST
@@ -107,11 +107,11 @@ def service_entries(
 class Scrape:
     """What one scrape renders: the published state and its exported Services in key order."""
 
-    state: ExporterState
+    state: ClusterResult
     exported: tuple[ServiceResult, ...]
 
     @functools.cached_property
-    def verdicts(self) -> tuple[ServiceVerdict, ...]:
+    def verdicts(self) -> tuple[EntryVerdict, ...]:
         return tuple(verdict for result in self.exported for verdict in result.verdicts)
 
     @functools.cached_property
@@ -169,9 +169,9 @@ class PerScrape:
     function: Callable[[Scrape], Iterable[Sample]]
     # The parts of the state the samples read besides the exported Services: while each is
     # the same object, the samples are the same. None: anything (rendered for every state).
-    reads: Callable[[ExporterState], tuple[object, ...]] | None = None
+    reads: Callable[[ClusterResult], tuple[object, ...]] | None = None
     # For families summed over the exported Services: the running sum for a state's view.
-    running_sum: Callable[[ExporterState], RunningSum[Any]] | None = None
+    running_sum: Callable[[ClusterResult], RunningSum[Any]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,15 +223,15 @@ def each_service(
 def from_scrape(
     function: Callable[[Scrape], Iterable[Sample]],
     *,
-    reads: Callable[[ExporterState], tuple[object, ...]] | None = None,
+    reads: Callable[[ClusterResult], tuple[object, ...]] | None = None,
 ) -> PerScrape:
     return PerScrape(function, reads=reads)
 
 
 def summed(
-    running_sum: Callable[[ExporterState], RunningSum[Any]],
+    running_sum: Callable[[ClusterResult], RunningSum[Any]],
     *,
-    reads: Callable[[ExporterState], tuple[object, ...]],
+    reads: Callable[[ClusterResult], tuple[object, ...]],
 ) -> PerScrape:
     """A family summed over the exported Services: the collector sums them on each scrape,
     the cached renderer keeps the sum running (one implementation for both)."""

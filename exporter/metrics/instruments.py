@@ -8,7 +8,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from exporter.live.result import ExporterState
+from exporter.live.result import ClusterResult
 from exporter.metrics.families import (
     BUILD_INFO,
     CROSS_ZONE_PRICE_PER_GIB,
@@ -131,7 +131,7 @@ class StatusCollector(Collector):
     def __init__(
         self,
         counts: Callable[[], Mapping[Resource, int]],
-        state: Callable[[], ExporterState],
+        state: Callable[[], ClusterResult],
         ready: Callable[[], bool],
     ) -> None:
         self._counts = counts

@@ -17,9 +17,9 @@ from exporter.engine import (
     ClusterCapacity,
     ConfigIssue,
     DisableReason,
+    EntryVerdict,
     MissingInfo,
     NodeProblem,
-    ServiceVerdict,
 )
 from exporter.engine.allocation import refusal_reason
 from exporter.engine.mechanism import deciding_annotation
@@ -114,7 +114,7 @@ class Advice(NamedTuple):
     command: str | None = None
 
 
-def suggestion(capacity: ClusterCapacity, verdict: ServiceVerdict) -> Advice:
+def suggestion(capacity: ClusterCapacity, verdict: EntryVerdict) -> Advice:
     """What to do next, and how to paint it."""
     n = verdict.ready_endpoints
     if verdict.reason is None:
@@ -140,7 +140,7 @@ def suggestion(capacity: ClusterCapacity, verdict: ServiceVerdict) -> Advice:
     return Advice(f"scale to {wanted} to enable hints")
 
 
-def _shadowed_field_suggestion(verdict: ServiceVerdict) -> Advice | None:
+def _shadowed_field_suggestion(verdict: EntryVerdict) -> Advice | None:
     """When an annotation hides spec.trafficDistribution, removing it is the fix, not scaling."""
     service = verdict.service
     decider = deciding_annotation(service)

@@ -7,13 +7,13 @@ from typing import Any
 
 import msgspec
 
-from exporter.engine import ServiceVerdict
+from exporter.engine import EntryVerdict
 from exporter.engine.problems import problems_of
 from exporter.engine.profile import Component, Profile
-from exporter.live.result import ExporterState
+from exporter.live.result import ClusterResult
 
 
-def routing_fields(verdict: ServiceVerdict) -> dict[str, Any]:
+def routing_fields(verdict: EntryVerdict) -> dict[str, Any]:
     """behaviour §10: `routing` and `local_routing_ratio`, both null where no routing applies."""
     views = verdict.routing
     if not views or not all(view.applies for view in views.values()):
@@ -32,7 +32,7 @@ def routing_fields(verdict: ServiceVerdict) -> dict[str, Any]:
     }
 
 
-def cross_zone_field(verdict: ServiceVerdict) -> dict[str, Any] | None:
+def cross_zone_field(verdict: EntryVerdict) -> dict[str, Any] | None:
     """behaviour §13: per data plane, null where no client has a share; null as a whole
     where no routing applies."""
     if not verdict.cross_zone:
@@ -52,7 +52,7 @@ def cross_zone_field(verdict: ServiceVerdict) -> dict[str, Any] | None:
     }
 
 
-def service_document(verdict: ServiceVerdict, *, nodes_known: bool = True) -> dict[str, Any]:
+def service_document(verdict: EntryVerdict, *, nodes_known: bool = True) -> dict[str, Any]:
     """One entry. `nodes_known` is False only for a one-shot input without Nodes."""
     nearest = verdict.nearest_feasible
     return {
@@ -91,7 +91,7 @@ def service_document(verdict: ServiceVerdict, *, nodes_known: bool = True) -> di
     }
 
 
-def evaluation_document(result: ExporterState, *, nodes_known: bool = True) -> dict[str, Any]:
+def evaluation_document(result: ClusterResult, *, nodes_known: bool = True) -> dict[str, Any]:
     return {
         "cluster": _cluster_document(result),
         "kubernetes": profile_document(result.profile),
@@ -108,7 +108,7 @@ def _indented(value: object, depth: int) -> bytes:
 
 
 def formatted_evaluation_document(
-    result: ExporterState, *, nodes_known: bool = True
+    result: ClusterResult, *, nodes_known: bool = True
 ) -> Iterator[bytes]:
     """The evaluation document, indented, in pieces: byte for byte
     `msgspec.json.format(encode(evaluation_document(...)), indent=2)`, without ever holding
@@ -126,7 +126,7 @@ def formatted_evaluation_document(
     yield b"\n  ]\n}"
 
 
-def _cluster_document(result: ExporterState) -> dict[str, Any]:
+def _cluster_document(result: ClusterResult) -> dict[str, Any]:
     capacity = result.capacity
     return {
         "sufficient_node_info": capacity.sufficient,

@@ -16,17 +16,17 @@ from dataclasses import field as dataclass_field
 
 from exporter.engine import (
     ClusterCapacity,
+    EntryVerdict,
     ExpectedState,
     Mechanism,
     NodeProblem,
     ProxyMode,
     ReadyNodes,
-    ServiceVerdict,
 )
 from exporter.engine.allocation import OVERLOAD_LIMIT, refusal_reason
 from exporter.engine.profile import Profile
 from exporter.engine.whatif.feasibility import Feasibility, endpoint_margin
-from exporter.live.result import ExporterState
+from exporter.live.result import ClusterResult
 from exporter.report.advice import (
     NO_COUNT_WITHOUT_NODE_INFO,
     TOO_FEW_ZONES,
@@ -39,7 +39,7 @@ from exporter.report.advice import (
     zone_loss_skipped_text,
     zone_loss_texts,
 )
-from exporter.report.overview import NODES, missing_warnings
+from exporter.report.overview import NODE_KIND, missing_warnings
 from exporter.report.phrases import (
     AUTO_NEEDS_NODES,
     EVERY_NODE_SAME_NODE,
@@ -96,8 +96,8 @@ class ExplainOptions:
 
 
 def explain_text(
-    result: ExporterState,
-    verdicts: Sequence[ServiceVerdict],
+    result: ClusterResult,
+    verdicts: Sequence[EntryVerdict],
     options: ExplainOptions,
     nothing: str = "No Service with EndpointSlices in this snapshot.",
 ) -> str:
@@ -199,11 +199,11 @@ def profile_lines(profile: Profile, options: ExplainOptions) -> list[str]:
     ]
 
 
-def cluster_lines(result: ExporterState, options: ExplainOptions) -> list[str]:
+def cluster_lines(result: ClusterResult, options: ExplainOptions) -> list[str]:
     capacity = result.capacity
     ready_nodes = len(result.nodes.zone_of)
     lines = ["Cluster", *fields("Kubernetes", profile_lines(result.profile, options))]
-    if NODES in options.missing:
+    if NODE_KIND in options.missing:
         return [*lines, field("Node info", options.paint("unknown", Tone.WARN) + ": no Nodes")]
     if capacity.sufficient:
         lines.append(
@@ -267,9 +267,9 @@ def offending_node_lines(problems: Sequence[NodeProblem], options: ExplainOption
 
 
 def service_lines(
-    result: ExporterState, verdict: ServiceVerdict, options: ExplainOptions
+    result: ClusterResult, verdict: EntryVerdict, options: ExplainOptions
 ) -> list[str]:
-    if NODES in options.missing:
+    if NODE_KIND in options.missing:
         return service_lines_without_nodes(result, verdict, options)
     service = verdict.service
     title = options.paint(f"Service {service.namespace}/{service.name}", Tone.BOLD)
@@ -296,7 +296,7 @@ def service_lines(
     return lines
 
 
-def notice_lines(verdict: ServiceVerdict, options: ExplainOptions) -> list[str]:
+def notice_lines(verdict: EntryVerdict, options: ExplainOptions) -> list[str]:
     """behaviour §12's notices: worth knowing, never a problem."""
     if not verdict.notices:
         return []
@@ -304,14 +304,14 @@ def notice_lines(verdict: ServiceVerdict, options: ExplainOptions) -> list[str]:
 
 
 def profile_effect_lines(
-    result: ExporterState, verdict: ServiceVerdict, options: ExplainOptions
+    result: ClusterResult, verdict: EntryVerdict, options: ExplainOptions
 ) -> list[str]:
     effect = profile_effect(result, verdict)
     return [] if effect is None else prose("Version skew", effect, options, Tone.WARN)
 
 
 def service_lines_without_nodes(
-    result: ExporterState, verdict: ServiceVerdict, options: ExplainOptions
+    result: ClusterResult, verdict: EntryVerdict, options: ExplainOptions
 ) -> list[str]:
     """Only what the Service and its slices tell: nothing that needs the zones' CPU or nodes."""
     service = verdict.service
@@ -335,7 +335,7 @@ def service_lines_without_nodes(
     return lines
 
 
-def verdict_text(verdict: ServiceVerdict, options: ExplainOptions) -> str:
+def verdict_text(verdict: EntryVerdict, options: ExplainOptions) -> str:
     if verdict.expected_state is ExpectedState.ENABLED:
         return options.paint("enabled", Tone.GOOD)
     if verdict.expected_state is ExpectedState.DISABLED:
@@ -343,7 +343,7 @@ def verdict_text(verdict: ServiceVerdict, options: ExplainOptions) -> str:
     return "not applicable"
 
 
-def completeness_lines(verdict: ServiceVerdict, options: ExplainOptions) -> list[str]:
+def completeness_lines(verdict: EntryVerdict, options: ExplainOptions) -> list[str]:
     lines = [field("Hint completeness", completeness_text(verdict))]
     completeness = verdict.hint_completeness
     if completeness is not None and 0 < completeness < 1:
@@ -351,9 +351,7 @@ def completeness_lines(verdict: ServiceVerdict, options: ExplainOptions) -> list
     return lines
 
 
-def proxy_lines(
-    result: ExporterState, verdict: ServiceVerdict, options: ExplainOptions
-) -> list[str]:
+def proxy_lines(result: ClusterResult, verdict: EntryVerdict, options: ExplainOptions) -> list[str]:
     proxy = verdict.proxy
     if not proxy.by_zone:
         return reflow(
@@ -393,7 +391,7 @@ def proxy_mode_lines(zone: str, mode: ProxyMode, text: str, options: ExplainOpti
     return [wrapped[0].replace(f"  {mode:<14}", f"  {painted}", 1), *wrapped[1:]]
 
 
-def table_lines(verdict: ServiceVerdict, options: ExplainOptions) -> list[str]:
+def table_lines(verdict: EntryVerdict, options: ExplainOptions) -> list[str]:
     rows = table_rows(verdict)
     if not rows:
         return [field("Zones", "none")]
@@ -407,7 +405,7 @@ def table_lines(verdict: ServiceVerdict, options: ExplainOptions) -> list[str]:
     return lines
 
 
-def config_issue_lines(verdict: ServiceVerdict, options: ExplainOptions) -> list[str]:
+def config_issue_lines(verdict: EntryVerdict, options: ExplainOptions) -> list[str]:
     lines = []
     for issue in sorted(verdict.config_issues):
         lines.append(options.paint(str(issue), Tone.WARN))
@@ -415,7 +413,7 @@ def config_issue_lines(verdict: ServiceVerdict, options: ExplainOptions) -> list
     return lines
 
 
-def routing_lines(nodes: ReadyNodes, verdict: ServiceVerdict, options: ExplainOptions) -> list[str]:
+def routing_lines(nodes: ReadyNodes, verdict: EntryVerdict, options: ExplainOptions) -> list[str]:
     """One paragraph per configured data plane: where its clients' traffic goes, and why."""
     lines = []
     for dataplane, view in verdict.routing.items():
@@ -424,7 +422,7 @@ def routing_lines(nodes: ReadyNodes, verdict: ServiceVerdict, options: ExplainOp
     return fields("Effective routing", lines)
 
 
-def cross_zone_lines(verdict: ServiceVerdict, options: ExplainOptions) -> list[str]:
+def cross_zone_lines(verdict: EntryVerdict, options: ExplainOptions) -> list[str]:
     """Per data plane: the share expected to cross zones and what no routing avoids."""
     if not verdict.cross_zone:
         return []
@@ -435,9 +433,9 @@ def cross_zone_lines(verdict: ServiceVerdict, options: ExplainOptions) -> list[s
     return fields("Cross-zone", [*lines, f"({CROSS_ZONE_MODEL})"])
 
 
-def avoidable_lines(result: ExporterState, options: ExplainOptions) -> list[str]:
+def avoidable_lines(result: ClusterResult, options: ExplainOptions) -> list[str]:
     """The cluster summary's ranking of Services by avoidable cross-zone share."""
-    if NODES in options.missing:
+    if NODE_KIND in options.missing:
         return []
     ranked = avoidable_ranking(result.verdicts())
     if not ranked:
@@ -453,7 +451,7 @@ def avoidable_lines(result: ExporterState, options: ExplainOptions) -> list[str]
 
 
 def advisor_lines(
-    capacity: ClusterCapacity, verdict: ServiceVerdict, options: ExplainOptions
+    capacity: ClusterCapacity, verdict: EntryVerdict, options: ExplainOptions
 ) -> list[str]:
     if not capacity.sufficient:
         return [field("Replica advisor", NO_COUNT_WITHOUT_NODE_INFO)]

@@ -10,12 +10,12 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from exporter.engine import Mechanism, ServiceVerdict
+from exporter.engine import EntryVerdict, Mechanism
 from exporter.engine.problems import PROBLEM_ORDER, ProblemId, problems_of
-from exporter.live.result import ExporterState
+from exporter.live.result import ClusterResult
 
-NODES, SERVICES, ENDPOINT_SLICES = "Nodes", "Services", "EndpointSlices"
-KINDS = (NODES, SERVICES, ENDPOINT_SLICES)
+NODE_KIND, SERVICE_KIND, ENDPOINT_SLICE_KIND = "Nodes", "Services", "EndpointSlices"
+KINDS = (NODE_KIND, SERVICE_KIND, ENDPOINT_SLICE_KIND)
 
 # Exit statuses of `explain`: a CI gate reads them.
 EXIT_HINTS_OK = 0
@@ -26,17 +26,17 @@ ALL_PROBLEMS: frozenset[ProblemId] = frozenset(ProblemId)
 
 # What each kind of object tells, so a warning can say what is unknown without it.
 _WITHOUT = {
-    NODES: (
+    NODE_KIND: (
         "the zones' CPU shares and each node's zone are unknown, so no auto verdict (enabled "
         "or refused), replica advice, kube-proxy mode or what-if answer can be told, only "
         "mechanisms, config issues, the hints in place and trafficDistribution verdicts "
         "(which never depend on Nodes)"
     ),
-    SERVICES: (
+    SERVICE_KIND: (
         "no EndpointSlice can be tied to a Service's annotation or trafficDistribution, so "
         "there is no verdict at all; only node info is shown"
     ),
-    ENDPOINT_SLICES: (
+    ENDPOINT_SLICE_KIND: (
         "no Service has endpoints to judge, so there is no verdict at all; only node info is shown"
     ),
 }
@@ -46,7 +46,7 @@ _WITHOUT = {
 
 
 def exit_status(
-    verdicts: Iterable[ServiceVerdict],
+    verdicts: Iterable[EntryVerdict],
     missing: Mapping[str, str],
     fail_on: Collection[ProblemId] = ALL_PROBLEMS,
 ) -> int:
@@ -64,8 +64,8 @@ def exit_status(
 
 
 def select(
-    result: ExporterState, namespace: str | None, name: str | None
-) -> tuple[ServiceVerdict, ...]:
+    result: ClusterResult, namespace: str | None, name: str | None
+) -> tuple[EntryVerdict, ...]:
     """The verdicts of one namespace (None: all), or of one Service; LookupError if it has none."""
     chosen = tuple(
         verdict
@@ -79,14 +79,12 @@ def select(
 
 
 def with_problems(
-    verdicts: Iterable[ServiceVerdict], *, nodes_known: bool
-) -> tuple[ServiceVerdict, ...]:
+    verdicts: Iterable[EntryVerdict], *, nodes_known: bool
+) -> tuple[EntryVerdict, ...]:
     return tuple(verdict for verdict in verdicts if problems_of(verdict, nodes_known=nodes_known))
 
 
-def problems_first(
-    verdicts: Iterable[ServiceVerdict], *, nodes_known: bool
-) -> list[ServiceVerdict]:
+def problems_first(verdicts: Iterable[EntryVerdict], *, nodes_known: bool) -> list[EntryVerdict]:
     """Services with problems first, each group in namespace, name, address type order."""
     return sorted(
         verdicts,
@@ -97,13 +95,13 @@ def problems_first(
 # -- the summary -------------------------------------------------------------------------------
 
 
-def verdict_word(verdict: ServiceVerdict, *, nodes_known: bool) -> str:
+def verdict_word(verdict: EntryVerdict, *, nodes_known: bool) -> str:
     if not nodes_known and verdict.mechanism is Mechanism.AUTO:
         return "unknown"
     return str(verdict.expected_state)
 
 
-def summary_row(verdict: ServiceVerdict, *, nodes_known: bool, wide: bool) -> dict[str, str]:
+def summary_row(verdict: EntryVerdict, *, nodes_known: bool, wide: bool) -> dict[str, str]:
     """One Service and address type as table cells, keyed by column header."""
     service = verdict.service
     completeness = verdict.hint_completeness
@@ -130,7 +128,7 @@ def summary_row(verdict: ServiceVerdict, *, nodes_known: bool, wide: bool) -> di
     return row
 
 
-def nearest_words(verdict: ServiceVerdict) -> str:
+def nearest_words(verdict: EntryVerdict) -> str:
     nearest = verdict.nearest_feasible
     if nearest is None or verdict.reason is None:
         return "-"
@@ -150,7 +148,7 @@ def table(rows: Sequence[Mapping[str, str]]) -> list[str]:
     ]
 
 
-def count_line(verdicts: Sequence[ServiceVerdict], shown: int, *, nodes_known: bool) -> str:
+def count_line(verdicts: Sequence[EntryVerdict], shown: int, *, nodes_known: bool) -> str:
     """'6 Services: 2 enabled, 2 disabled, 2 not-applicable; 3 with problems (2 off, ...)'."""
     if not verdicts:
         return "0 Services"
@@ -172,13 +170,13 @@ def count_line(verdicts: Sequence[ServiceVerdict], shown: int, *, nodes_known: b
 
 
 def summary_text(
-    verdicts: Sequence[ServiceVerdict],
+    verdicts: Sequence[EntryVerdict],
     missing: Mapping[str, str],
     *,
     only_problems: bool,
     wide: bool,
 ) -> str:
-    nodes_known = NODES not in missing
+    nodes_known = NODE_KIND not in missing
     shown = problems_first(
         with_problems(verdicts, nodes_known=nodes_known) if only_problems else verdicts,
         nodes_known=nodes_known,
@@ -191,13 +189,13 @@ def summary_text(
 
 
 def summary_document(
-    verdicts: Sequence[ServiceVerdict],
+    verdicts: Sequence[EntryVerdict],
     missing: Mapping[str, str],
     *,
     only_problems: bool,
     fail_on: Collection[ProblemId] = ALL_PROBLEMS,
 ) -> dict[str, Any]:
-    nodes_known = NODES not in missing
+    nodes_known = NODE_KIND not in missing
     shown = problems_first(
         with_problems(verdicts, nodes_known=nodes_known) if only_problems else verdicts,
         nodes_known=nodes_known,
@@ -227,7 +225,7 @@ def summary_document(
 
 def missing_kinds(nodes: int, services: int, endpoint_slices: int) -> list[str]:
     """Kinds of which the input holds no object: every real cluster has some of each."""
-    counts = {NODES: nodes, SERVICES: services, ENDPOINT_SLICES: endpoint_slices}
+    counts = {NODE_KIND: nodes, SERVICE_KIND: services, ENDPOINT_SLICE_KIND: endpoint_slices}
     return [kind for kind in KINDS if counts[kind] == 0]
 
 

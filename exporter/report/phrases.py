@@ -18,15 +18,15 @@ from exporter.engine import (
     ConfigIssue,
     DisableReason,
     DriftKind,
+    EntryVerdict,
     Mechanism,
     ProxyMode,
-    ServiceVerdict,
 )
 from exporter.engine.allocation import OVERLOAD_LIMIT, zone_minimum
 from exporter.engine.mechanism import deciding_annotation
 from exporter.engine.profile import NEWEST_MINOR, Component, Profile, Source, kube_proxy_effect
 from exporter.engine.reasons import HINTS_DISABLED_EVENT, HINTS_ENABLED_EVENT
-from exporter.live.result import ExporterState
+from exporter.live.result import ClusterResult
 
 # The zone table's headings, one per cell of a `table_rows` row.
 TABLE_COLUMNS = (
@@ -173,7 +173,7 @@ def profile_texts(profile: Profile) -> list[str]:
 # One Service and address type
 
 
-def mechanism_text(verdict: ServiceVerdict) -> str:
+def mechanism_text(verdict: EntryVerdict) -> str:
     service = verdict.service
     annotation = _deciding_annotation_text(verdict)
     field_text = (
@@ -195,13 +195,13 @@ def mechanism_text(verdict: ServiceVerdict) -> str:
     return "none: " + ("; ".join(reasons) or "no topology annotation, no spec.trafficDistribution")
 
 
-def _deciding_annotation_text(verdict: ServiceVerdict) -> str | None:
+def _deciding_annotation_text(verdict: EntryVerdict) -> str | None:
     """key=value of the annotation that decides."""
     decider = deciding_annotation(verdict.service)
     return f"{decider[0]}={decider[1]}" if decider is not None else None
 
 
-def why_text(result: ExporterState, verdict: ServiceVerdict) -> str:
+def why_text(result: ClusterResult, verdict: EntryVerdict) -> str:
     capacity = result.capacity
     n = verdict.ready_endpoints
     if verdict.mechanism is Mechanism.NONE:
@@ -223,7 +223,7 @@ def why_text(result: ExporterState, verdict: ServiceVerdict) -> str:
     return "refused: " + refusal_text(capacity, verdict, verdict.reason)
 
 
-def refusal_text(capacity: ClusterCapacity, verdict: ServiceVerdict, reason: DisableReason) -> str:
+def refusal_text(capacity: ClusterCapacity, verdict: EntryVerdict, reason: DisableReason) -> str:
     n = verdict.ready_endpoints
     zones = len(capacity.zone_ratios)
     if reason is DisableReason.INSUFFICIENT_NUMBER_OF_ENDPOINTS:
@@ -261,13 +261,13 @@ def share_words(capacity: ClusterCapacity) -> str:
     return ", ".join(shares)
 
 
-def event_text(verdict: ServiceVerdict) -> str:
+def event_text(verdict: EntryVerdict) -> str:
     if verdict.reason is None:
         return f'Normal {HINTS_ENABLED_EVENT} "Topology Aware Hints has been enabled"'
     return f'Warning {HINTS_DISABLED_EVENT} "{verdict.reason.event_message}"'
 
 
-def completeness_text(verdict: ServiceVerdict) -> str:
+def completeness_text(verdict: EntryVerdict) -> str:
     """'75.0% (3 of 4 ready endpoints have a zone hint)'; PARTIAL_HINTS says what it does."""
     completeness = verdict.hint_completeness
     if completeness is None:
@@ -287,14 +287,14 @@ def same_node_text(nodes: Iterable[str]) -> str:
     )
 
 
-def profile_effect(result: ExporterState, verdict: ServiceVerdict) -> str | None:
+def profile_effect(result: ClusterResult, verdict: EntryVerdict) -> str | None:
     """Why the Kubernetes profile makes kube-proxy route this Service otherwise (§12)."""
     if not verdict.service.proxied:
         return None
     return kube_proxy_effect(verdict.service, result.profile)
 
 
-def table_rows(verdict: ServiceVerdict) -> list[tuple[str, ...]]:
+def table_rows(verdict: EntryVerdict) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
     for zone in sorted(set(verdict.zones) | set(verdict.zone_endpoints)):
         zone_verdict = verdict.zones.get(zone)
@@ -313,7 +313,7 @@ def table_rows(verdict: ServiceVerdict) -> list[tuple[str, ...]]:
     return rows
 
 
-def load_warnings(verdict: ServiceVerdict) -> list[str]:
+def load_warnings(verdict: EntryVerdict) -> list[str]:
     """Zones whose nodes follow hints while each hinted endpoint takes over 1.2x its share."""
     warnings = []
     for zone, zone_verdict in verdict.zones.items():
@@ -330,7 +330,7 @@ def load_warnings(verdict: ServiceVerdict) -> list[str]:
     return warnings
 
 
-def drift_texts(verdict: ServiceVerdict) -> list[str]:
+def drift_texts(verdict: EntryVerdict) -> list[str]:
     """Each kind of drift with the figures and zones it concerns."""
     texts = []
     unhinted = verdict.ready_endpoints - verdict.hinted_endpoints

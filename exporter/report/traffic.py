@@ -16,10 +16,10 @@ from exporter.engine import (
     Cause,
     DataPlane,
     Endpoint,
+    EntryVerdict,
     ReadyNodes,
     Routing,
     RoutingView,
-    ServiceVerdict,
     ZoneRouting,
 )
 from exporter.engine.crosszone import CrossZone
@@ -207,8 +207,8 @@ AVOIDABLE_RANKED = 5
 
 
 def avoidable_ranking(
-    verdicts: Iterable[ServiceVerdict],
-) -> list[tuple[ServiceVerdict, DataPlane, CrossZone]]:
+    verdicts: Iterable[EntryVerdict],
+) -> list[tuple[EntryVerdict, DataPlane, CrossZone]]:
     """Entries by avoidable cross-zone share (effective - floor), largest first, each under
     the data plane where it is largest; only those with something to avoid."""
     ranked = []
@@ -224,7 +224,7 @@ def avoidable_ranking(
     return ranked
 
 
-def avoidable_text(verdict: ServiceVerdict, dataplane: DataPlane, figures: CrossZone) -> str:
+def avoidable_text(verdict: EntryVerdict, dataplane: DataPlane, figures: CrossZone) -> str:
     service = verdict.service
     return (
         f"{service.namespace}/{service.name} ({verdict.address_type}): "

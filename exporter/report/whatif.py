@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from exporter.engine import ExpectedState, ServiceVerdict
+from exporter.engine import EntryVerdict, ExpectedState
 from exporter.engine.whatif.feasibility import (
     Feasibility,
     endpoint_margin,
@@ -44,7 +44,7 @@ class RolloutRequest:
 
 @dataclass(frozen=True, slots=True)
 class RolloutAnswer:
-    verdict: ServiceVerdict
+    verdict: EntryVerdict
     max_surge: int
     max_unavailable: int
     refused_counts: tuple[int, ...]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from exporter import __version__
-from exporter.live.result import ExporterState
+from exporter.live.result import ClusterResult
 from exporter.report.document import evaluation_document, service_document
 from exporter.web.links import API_PATH, SERVICES_PATH, Links
 from exporter.web.render import (
@@ -56,18 +56,18 @@ class _PerState:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._state: ExporterState | None = None
+        self._state: ClusterResult | None = None
         self._view: StatusView | None = None
         self._evaluation_json: bytes | None = None
 
-    def view(self, state: ExporterState) -> StatusView:
+    def view(self, state: ClusterResult) -> StatusView:
         with self._lock:
             if self._state is not state or self._view is None:
                 self._state, self._view = state, status_view(state, self._view)
                 self._evaluation_json = None
             return self._view
 
-    def evaluation_json(self, state: ExporterState) -> bytes:
+    def evaluation_json(self, state: ClusterResult) -> bytes:
         view = self.view(state)
         with self._lock:
             if self._evaluation_json is None or self._state is not state:
@@ -81,7 +81,7 @@ class StatusPages:
 
     def __init__(
         self,
-        state: Callable[[], ExporterState],
+        state: Callable[[], ClusterResult],
         *,
         readiness: Check,
         watches: Callable[[], tuple[WatchHealth, ...]] = tuple,
@@ -128,7 +128,7 @@ class StatusPages:
             return "200 OK", f"{_ASSETS[name]}; charset=utf-8", self._assets[name]
         return self._page(state, path, query_string)
 
-    def _page(self, state: ExporterState, path: str, query_string: str) -> tuple[str, str, bytes]:
+    def _page(self, state: ClusterResult, path: str, query_string: str) -> tuple[str, str, bytes]:
         if path == "/":
             try:
                 query = Query.parse(query_string)
@@ -150,7 +150,7 @@ class StatusPages:
             return self._not_found(state, _unknown_service(*key))
         return "200 OK", _HTML, page_or_none
 
-    def _api(self, state: ExporterState, path: str) -> tuple[str, str, bytes]:
+    def _api(self, state: ClusterResult, path: str) -> tuple[str, str, bytes]:
         key = _service_key(path, f"{API_PATH}{SERVICES_PATH}/")
         if path != f"{API_PATH}/evaluation" and key is None:
             return _json_error("404 Not Found", "no such API route")
@@ -167,7 +167,7 @@ class StatusPages:
 
     # -- internals ---------------------------------------------------------------------
 
-    def _context(self, state: ExporterState) -> PageContext:
+    def _context(self, state: ClusterResult) -> PageContext:
         ready, readiness = self._readiness()
         evaluated_at = (
             datetime.fromtimestamp(state.evaluated_at, UTC).isoformat(timespec="seconds")
@@ -184,7 +184,7 @@ class StatusPages:
             shard_notice=self._shard_notice,
         )
 
-    def _not_found(self, state: ExporterState, message: str) -> tuple[str, str, bytes]:
+    def _not_found(self, state: ClusterResult, message: str) -> tuple[str, str, bytes]:
         return "404 Not Found", _HTML, not_found_page(message, self.links, self._context(state))
 
     @staticmethod

@@ -11,17 +11,17 @@ from dataclasses import dataclass
 
 from exporter.engine import (
     ClusterCapacity,
+    EntryVerdict,
     Mechanism,
     ProxyMode,
-    ServiceVerdict,
 )
 from exporter.engine.allocation import OVERLOAD_LIMIT, refusal_reason
 from exporter.engine.whatif.feasibility import Margin
-from exporter.live.result import ExporterState
+from exporter.live.result import ClusterResult
 from exporter.report.advice import advisor_range, margin_text, node_fix, node_lack, suggestion
 from exporter.report.explain import ExplainOptions, profile_lines
-from exporter.report.phrases import MODE_TEXT as _MODE_TEXT
 from exporter.report.phrases import (
+    MODE_TEXT,
     TABLE_COLUMNS,
     Tone,
     drift_texts,
@@ -71,7 +71,7 @@ class ClusterFacts:
     kubernetes: tuple[str, ...] = ()
 
 
-def cluster_facts(result: ExporterState) -> ClusterFacts:
+def cluster_facts(result: ClusterResult) -> ClusterFacts:
     capacity = result.capacity
     by_zone = result.nodes.by_zone
     return ClusterFacts(
@@ -139,7 +139,7 @@ class CrossZoneRow:
     zones: str
 
 
-def cross_zone_rows(verdict: ServiceVerdict) -> tuple[CrossZoneRow, ...]:
+def cross_zone_rows(verdict: EntryVerdict) -> tuple[CrossZoneRow, ...]:
     rows = []
     for dataplane, figures in verdict.cross_zone.items():
         if figures is None:
@@ -179,7 +179,7 @@ class RoutingLine:
 _TONES = {Tone.GOOD: "good", Tone.WARN: "warn", Tone.BAD: "bad"}
 
 
-def routing_lines(result: ExporterState, verdict: ServiceVerdict) -> tuple[RoutingLine, ...]:
+def routing_lines(result: ClusterResult, verdict: EntryVerdict) -> tuple[RoutingLine, ...]:
     """Per configured data plane, in the configured order, as explain's "Effective routing"."""
     lines = []
     for dataplane, view in verdict.routing.items():
@@ -195,7 +195,7 @@ def margin_words(margin: Margin) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ServiceFacts:
-    verdict: ServiceVerdict
+    verdict: EntryVerdict
     mechanism: str
     why: str
     expected_event: str | None
@@ -224,7 +224,7 @@ class ServiceFacts:
     margin: str | None = None
 
 
-def completeness_words(verdict: ServiceVerdict) -> tuple[str, str | None]:
+def completeness_words(verdict: EntryVerdict) -> tuple[str, str | None]:
     completeness, ready = verdict.hint_completeness, verdict.ready_endpoints
     if completeness is None:
         return "- (no ready endpoints)", None
@@ -239,12 +239,12 @@ def completeness_words(verdict: ServiceVerdict) -> tuple[str, str | None]:
     return words, None
 
 
-def proxy_rows(result: ExporterState, verdict: ServiceVerdict) -> tuple[ProxyRow, ...]:
+def proxy_rows(result: ClusterResult, verdict: EntryVerdict) -> tuple[ProxyRow, ...]:
     proxy = verdict.proxy
     rows = []
     for zone, mode in proxy.by_zone.items():
         nodes = [n for n in result.nodes.by_zone.get(zone, ()) if n not in proxy.same_node]
-        meaning = _MODE_TEXT[mode] if nodes else "every node of the zone is in PreferSameNode"
+        meaning = MODE_TEXT[mode] if nodes else "every node of the zone is in PreferSameNode"
         rows.append(
             ProxyRow(
                 zone=zone_name(zone),
@@ -257,7 +257,7 @@ def proxy_rows(result: ExporterState, verdict: ServiceVerdict) -> tuple[ProxyRow
     return tuple(rows)
 
 
-def zone_table(verdict: ServiceVerdict) -> ZoneTable:
+def zone_table(verdict: EntryVerdict) -> ZoneTable:
     rows = tuple(table_rows(verdict))
     overloaded = frozenset(
         index
@@ -267,7 +267,7 @@ def zone_table(verdict: ServiceVerdict) -> ZoneTable:
     return ZoneTable(columns=tuple(TABLE_COLUMNS), rows=rows, overloaded=overloaded)
 
 
-def advisor_steps(capacity: ClusterCapacity, verdict: ServiceVerdict) -> tuple[AdvisorStep, ...]:
+def advisor_steps(capacity: ClusterCapacity, verdict: EntryVerdict) -> tuple[AdvisorStep, ...]:
     if not capacity.sufficient:
         return ()
     current = verdict.ready_endpoints
@@ -278,7 +278,7 @@ def advisor_steps(capacity: ClusterCapacity, verdict: ServiceVerdict) -> tuple[A
 
 
 def service_facts(
-    result: ExporterState, verdict: ServiceVerdict, margin: Margin | None = None
+    result: ClusterResult, verdict: EntryVerdict, margin: Margin | None = None
 ) -> ServiceFacts:
     """`margin`: the live forecast's endpoint margin of this entry (the list shows it too)."""
     auto = verdict.mechanism is Mechanism.AUTO
@@ -287,7 +287,7 @@ def service_facts(
     completeness, warning = completeness_words(verdict)
     same_node = (
         f"{ProxyMode.PREFER_SAME_NODE} on {', '.join(verdict.proxy.same_node)}: "
-        f"{_MODE_TEXT[ProxyMode.PREFER_SAME_NODE]}"
+        f"{MODE_TEXT[ProxyMode.PREFER_SAME_NODE]}"
         if verdict.proxy.same_node
         else None
     )

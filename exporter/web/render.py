@@ -19,9 +19,9 @@ from exporter.web.table import (
     COLUMNS,
     PER_PAGE_CHOICES,
     TALLIES,
+    CellTone,
     Query,
     StatusView,
-    Tone,
     page_links,
     table_page,
 )
@@ -35,9 +35,9 @@ _ENVIRONMENT = jinja2.Environment(
 )
 
 STATE_TONES = {
-    ExpectedState.ENABLED: Tone.GOOD,
-    ExpectedState.DISABLED: Tone.BAD,
-    ExpectedState.NOT_APPLICABLE: Tone.NONE,
+    ExpectedState.ENABLED: CellTone.GOOD,
+    ExpectedState.DISABLED: CellTone.BAD,
+    ExpectedState.NOT_APPLICABLE: CellTone.NONE,
 }
 
 

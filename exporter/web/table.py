@@ -16,10 +16,10 @@ from operator import attrgetter
 from types import MappingProxyType
 from urllib.parse import parse_qs, urlencode
 
-from exporter.engine import ExpectedState, Mechanism, ServiceVerdict
+from exporter.engine import EntryVerdict, ExpectedState, Mechanism
 from exporter.engine.problems import PROBLEMS, ProblemId, Severity, problems_of, severity_of
 from exporter.engine.whatif.forecast import NO_FORECAST, EntryForecast
-from exporter.live.result import ExporterState, ServiceResult
+from exporter.live.result import ClusterResult, ServiceResult
 from exporter.report.advice import zone_loss_skipped_text
 from exporter.report.phrases import whole_percent
 from exporter.report.traffic import AVOIDABLE_WORTH_SAYING
@@ -53,7 +53,7 @@ _STANDING_OF = {
 
 @dataclass(frozen=True, slots=True)
 class ServiceRow:
-    verdict: ServiceVerdict
+    verdict: EntryVerdict
     # The problem table's ids (exporter.engine.problems), in its order.
     problems: tuple[ProblemId, ...]
     standing: Standing
@@ -86,7 +86,7 @@ class ServiceRow:
         return self.verdict.service.name
 
 
-def service_row(verdict: ServiceVerdict, forecast: EntryForecast = NO_FORECAST) -> ServiceRow:
+def service_row(verdict: EntryVerdict, forecast: EntryForecast = NO_FORECAST) -> ServiceRow:
     problems = problems_of(verdict)
     severity = severity_of(problems)
     if severity is not None:
@@ -103,7 +103,7 @@ def service_row(verdict: ServiceVerdict, forecast: EntryForecast = NO_FORECAST) 
 # Columns
 
 
-class Tone:
+class CellTone:
     GOOD = "good"
     BAD = "bad"
     WARN = "warn"
@@ -113,7 +113,7 @@ class Tone:
 @dataclass(frozen=True, slots=True)
 class Cell:
     text: str
-    tone: str = Tone.NONE
+    tone: str = CellTone.NONE
     # A second, smaller line under the text.
     detail: str = ""
 
@@ -128,9 +128,9 @@ class Column:
 
 
 _STATE_TONES = {
-    ExpectedState.ENABLED: Tone.GOOD,
-    ExpectedState.DISABLED: Tone.BAD,
-    ExpectedState.NOT_APPLICABLE: Tone.NONE,
+    ExpectedState.ENABLED: CellTone.GOOD,
+    ExpectedState.DISABLED: CellTone.BAD,
+    ExpectedState.NOT_APPLICABLE: CellTone.NONE,
 }
 
 
@@ -147,7 +147,7 @@ def _completeness_cell(row: ServiceRow) -> Cell:
     completeness = row.verdict.hint_completeness
     if completeness is None:
         return Cell("-")
-    tone = Tone.WARN if 0 < completeness < 1 else Tone.NONE
+    tone = CellTone.WARN if 0 < completeness < 1 else CellTone.NONE
     return Cell(share(completeness), tone, f"{row.verdict.ready_endpoints:,} ready")
 
 
@@ -161,9 +161,11 @@ def _routing_cell(row: ServiceRow) -> Cell:
         ratio = view.local_ratio or 0.0
         ratios.append(ratio)
         texts.append(f"{share(ratio)} local" + (f" ({plane})" if len(views) > 1 else ""))
-    tone = Tone.GOOD if min(ratios) == 1 else Tone.BAD if min(ratios) == 0 else Tone.WARN
+    tone = (
+        CellTone.GOOD if min(ratios) == 1 else CellTone.BAD if min(ratios) == 0 else CellTone.WARN
+    )
     if row.verdict.mechanism is Mechanism.NONE and min(ratios) == 0:
-        tone = Tone.NONE  # nothing was asked for: cluster-wide is what it should be
+        tone = CellTone.NONE  # nothing was asked for: cluster-wide is what it should be
     return Cell(", ".join(texts), tone)
 
 
@@ -178,7 +180,7 @@ def _cross_zone_cell(row: ServiceRow) -> Cell:
     ]
     floors = ", ".join(whole_percent(f.floor) for _, f in figures)
     avoidable = max(f.avoidable for _, f in figures)
-    tone = Tone.WARN if avoidable >= AVOIDABLE_WORTH_SAYING else Tone.NONE
+    tone = CellTone.WARN if avoidable >= AVOIDABLE_WORTH_SAYING else CellTone.NONE
     return Cell(", ".join(texts), tone, f"floor {floors}")
 
 
@@ -188,14 +190,14 @@ def _margin_cell(row: ServiceRow) -> Cell:
     if margin is None:
         return Cell("-")
     # In explain's words, as the Service's page says it: "-0 / +1" read as signed numbers.
-    tone = Tone.WARN if margin.down == 0 or margin.up == 0 else Tone.NONE
+    tone = CellTone.WARN if margin.down == 0 or margin.up == 0 else CellTone.NONE
     return Cell(margin_words(margin), tone)
 
 
 def _problems_cell(row: ServiceRow) -> Cell:
     if not row.problems:
         return Cell("none")
-    tone = Tone.BAD if row.standing is Standing.CRITICAL else Tone.WARN
+    tone = CellTone.BAD if row.standing is Standing.CRITICAL else CellTone.WARN
     return Cell(", ".join(PROBLEMS[problem].words for problem in row.problems), tone)
 
 
@@ -276,7 +278,7 @@ TALLIES: tuple[Tally, ...] = (
 class StatusView:
     """Everything the pages show of one published state, computed once for it."""
 
-    state: ExporterState
+    state: ClusterResult
     cluster: ClusterFacts
     rows: tuple[ServiceRow, ...]
     namespaces: tuple[str, ...]
@@ -290,7 +292,7 @@ class StatusView:
     zone_loss_note: str = ""
 
 
-def status_view(state: ExporterState, previous: StatusView | None = None) -> StatusView:
+def status_view(state: ClusterResult, previous: StatusView | None = None) -> StatusView:
     """The view of a state; rows of Services not re-evaluated since `previous` are reused.
 
     The evaluator replaces a Service's result only when it re-evaluates it, so after a

@@ -12,9 +12,9 @@ from exporter.engine import (
     ClusterCapacity,
     Endpoint,
     EndpointSlice,
+    EntryVerdict,
     Node,
     Service,
-    ServiceVerdict,
     cluster_capacity,
     evaluate,
 )
@@ -140,7 +140,7 @@ def auto_service(name: str = "web", namespace: str = "default") -> Service:
     return service(name, namespace, mode="Auto")
 
 
-def verdict(nodes: Iterable[Node], svc: Service, slices: Iterable[EndpointSlice]) -> ServiceVerdict:
+def verdict(nodes: Iterable[Node], svc: Service, slices: Iterable[EndpointSlice]) -> EntryVerdict:
     """The one verdict the real `evaluate` gives for a single Service and address type."""
     evaluation = evaluate(nodes, [svc], slices)
     assert len(evaluation.services) == 1, evaluation.services

@@ -19,10 +19,10 @@ from exporter.engine import (
     DataPlane,
     Endpoint,
     EndpointSlice,
+    EntryVerdict,
     Node,
     Routing,
     Service,
-    ServiceVerdict,
     evaluate,
 )
 from exporter.report.document import cross_zone_field, routing_fields
@@ -98,7 +98,7 @@ def _given(  # noqa: PLR0911 - the section's list, one return per routing
 
 
 def reference(
-    verdict: ServiceVerdict, dataplane: DataPlane, nodes: list[Node], slices: list[EndpointSlice]
+    verdict: EntryVerdict, dataplane: DataPlane, nodes: list[Node], slices: list[EndpointSlice]
 ) -> dict[str, Any] | None:
     view = verdict.routing[dataplane]
     r = _usable(dataplane, slices)

@@ -108,7 +108,7 @@ ENGINE_DATACLASSES = _engine_dataclasses()
 def test_engine_has_dataclasses() -> None:
     """The scan below sees the engine's types (guards against an empty parametrization)."""
     names = {cls.__name__ for cls in ENGINE_DATACLASSES}
-    assert {"Node", "Endpoint", "ServiceVerdict", "Evaluation", "ClusterCapacity"} <= names
+    assert {"Node", "Endpoint", "EntryVerdict", "Evaluation", "ClusterCapacity"} <= names
     assert {"Cluster", "Margin", "Outcome", "ZoneLossView", "EntryForecast"} <= names
 
 

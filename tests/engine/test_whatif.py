@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.engine import ExpectedState, ProxyMode, ServiceVerdict, evaluate
+from exporter.engine import EntryVerdict, ExpectedState, ProxyMode, evaluate
 from exporter.engine.reasons import DisableReason
 from exporter.engine.whatif.feasibility import (
     Feasibility,
@@ -42,9 +42,7 @@ from tests.engine.builders import (
 THREE_ZONES = {"zone-0": "4", "zone-1": "4", "zone-2": "4"}
 
 
-def _auto_verdict_with(
-    count: int, cpu_by_zone: dict[str, str]
-) -> tuple[Feasibility, ServiceVerdict]:
+def _auto_verdict_with(count: int, cpu_by_zone: dict[str, str]) -> tuple[Feasibility, EntryVerdict]:
     nodes = [node(zone, zone, cpu) for zone, cpu in cpu_by_zone.items()]
     zones = list(cpu_by_zone)
     endpoints = [hinted(zones[index % len(zones)]) for index in range(count)]

@@ -19,7 +19,7 @@ from exporter.engine import Endpoint, EndpointSlice, Node, Service
 from exporter.engine.allocation import AllocationResult
 from exporter.engine.capacity import ClusterCapacity
 from exporter.live.evaluator import Evaluator
-from exporter.live.result import ExporterState
+from exporter.live.result import ClusterResult
 from exporter.live.store import ClusterStore
 from tests.engine.builders import endpoint, endpoint_slice, service
 
@@ -100,17 +100,17 @@ def _started(nodes: Iterable[Node] = (*NODES, SPARE)) -> tuple[ClusterStore, Eva
     return store, evaluator
 
 
-def _fresh(nodes: Iterable[Node]) -> ExporterState:
+def _fresh(nodes: Iterable[Node]) -> ClusterResult:
     """What an evaluator started on these nodes publishes."""
     return Evaluator(_store(nodes, *CLUSTER), clock=lambda: 1.8e9).step()
 
 
-def _judged(state: ExporterState) -> dict[tuple[str, str], tuple[Any, Any]]:
+def _judged(state: ClusterResult) -> dict[tuple[str, str], tuple[Any, Any]]:
     """Per Service, its verdicts and forecasts (flips differ: a fresh evaluator saw none)."""
     return {key: (result.verdicts, result.forecasts) for key, result in state.services.items()}
 
 
-def _replaced(state: ExporterState, before: ExporterState) -> frozenset[tuple[str, str]]:
+def _replaced(state: ClusterResult, before: ClusterResult) -> frozenset[tuple[str, str]]:
     keys = set(state.services) | set(before.services)
     return frozenset(key for key in keys if state.services.get(key) is not before.services.get(key))
 
@@ -221,7 +221,7 @@ def test_a_slice_change_equal_in_effect_keeps_the_result() -> None:
     assert after.services["default", "auto-9"] is before.services["default", "auto-9"]
 
 
-def _one_service_change(services: int) -> tuple[ExporterState, ExporterState, int]:
+def _one_service_change(services: int) -> tuple[ClusterResult, ClusterResult, int]:
     """(before, after, bytes allocated at peak) for a one-slice change among `services`."""
     svcs = [service(f"web-{index}", mode="Auto") for index in range(services)]
     slices = [endpoint_slice(*_endpoints(6), service=svc.name) for svc in svcs]

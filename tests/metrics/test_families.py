@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from exporter.live.result import ExporterState
+from exporter.live.result import ClusterResult
 from exporter.metrics import families
 from exporter.metrics.collector import HintsCollector
 from exporter.metrics.families import FAMILIES, HINT_FAMILIES
@@ -66,6 +66,6 @@ def test_every_hint_family_has_a_sampler_and_only_exporter_families_lack_one() -
 
 def test_collector_describes_the_hint_families_in_table_order() -> None:
     """The prometheus_client collector lists the table's hint families in the table's order."""
-    collector = HintsCollector(ExporterState, ready=lambda: True)
+    collector = HintsCollector(ClusterResult, ready=lambda: True)
     described = [metric.name for metric in collector.describe()]
     assert described == [family.name.removesuffix("_total") for family in HINT_FAMILIES]

@@ -28,7 +28,7 @@ from bench.cluster import ClusterSize, cluster_objects
 from exporter.engine import ReadyNodes
 from exporter.engine.model import EndpointSlice, Node, Service
 from exporter.live.evaluator import Evaluator
-from exporter.live.result import ExporterState
+from exporter.live.result import ClusterResult
 from exporter.live.serve import Exporter
 from exporter.live.store import ClusterStore
 from exporter.metrics.blocks import SortedBlocks
@@ -78,7 +78,7 @@ def cluster() -> Cluster:
     )
 
 
-def _registry(state: Callable[[], ExporterState], *, all_services: bool) -> CollectorRegistry:
+def _registry(state: Callable[[], ClusterResult], *, all_services: bool) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     options = ExportOptions(all_services=all_services)
     registry.register(HintsCollector(state, ready=lambda: True, options=options))

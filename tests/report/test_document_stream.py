@@ -11,7 +11,7 @@ import msgspec
 import pytest
 
 from exporter.live.oneshot import evaluate_snapshot
-from exporter.live.result import ExporterState
+from exporter.live.result import ClusterResult
 from exporter.report.document import evaluation_document, formatted_evaluation_document
 from exporter.sources.snapshot import load_snapshot
 from tests.conftest import EXAMPLES_DIR
@@ -19,7 +19,7 @@ from tests.conftest import EXAMPLES_DIR
 EXAMPLES = sorted(EXAMPLES_DIR.glob("*.json"))
 
 
-def _whole(evaluation: ExporterState) -> bytes:
+def _whole(evaluation: ClusterResult) -> bytes:
     return msgspec.json.format(msgspec.json.encode(evaluation_document(evaluation)), indent=2)
 
 

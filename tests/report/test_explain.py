@@ -25,7 +25,7 @@ from exporter.engine import (
     Node,
     Service,
 )
-from exporter.live.result import ExporterState
+from exporter.live.result import ClusterResult
 from exporter.report.explain import ExplainOptions, explain_text
 from exporter.report.overview import select
 from tests.conftest import EXAMPLES_DIR, PROJECT_ROOT, exporter_command
@@ -233,7 +233,7 @@ def endpoints_slice(service: Service, zones: list[str | None]) -> EndpointSlice:
     )
 
 
-def evaluation_of(nodes: list[Node], zones: list[str | None]) -> ExporterState:
+def evaluation_of(nodes: list[Node], zones: list[str | None]) -> ClusterResult:
     service = auto_service()
     return result_of(nodes, [service], [endpoints_slice(service, zones)])
 

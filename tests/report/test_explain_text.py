@@ -9,7 +9,7 @@ import pytest
 
 from exporter.engine import Endpoint, EndpointSlice, Node, Service
 from exporter.live.oneshot import evaluate_snapshot
-from exporter.live.result import ExporterState
+from exporter.live.result import ClusterResult
 from exporter.report.explain import WRAP_WIDTH, ExplainOptions, explain_text
 from exporter.sources.snapshot import load_snapshot
 from tests.conftest import EXAMPLES_DIR
@@ -174,7 +174,7 @@ def test_drift_names_the_zones_of_unexpected_hints() -> None:
     )
 
 
-def long_named(evaluation_names: int) -> ExporterState:
+def long_named(evaluation_names: int) -> ClusterResult:
     """Long zone, node and Service names, every mechanism, refused and enabled, with drift."""
     zones = [f"europe-west-{index}-a-long-zone-name-for-testing" for index in range(3)]
     nodes = [node(f"gke-production-cluster-pool-{i}-{zone}", zone) for i, zone in enumerate(zones)]

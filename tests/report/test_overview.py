@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
-from exporter.engine import Endpoint, EndpointSlice, Node, Service, ServiceVerdict, evaluate
+from exporter.engine import Endpoint, EndpointSlice, EntryVerdict, Node, Service, evaluate
 from exporter.engine.problems import ProblemId, problems_of
 from exporter.report.overview import (
     EXIT_HINTS_MISSING,
     EXIT_HINTS_OK,
     EXIT_INCOMPLETE,
-    NODES,
+    NODE_KIND,
     exit_status,
 )
 
@@ -29,7 +29,7 @@ AUTO = Service(
 )
 
 
-def verdict_of(service: Service, replicas: int = 9, *, hinted: bool = True) -> ServiceVerdict:
+def verdict_of(service: Service, replicas: int = 9, *, hinted: bool = True) -> EntryVerdict:
     nodes = [
         Node(f"node-{zone}", zone, Fraction(4), ready=True, control_plane=False) for zone in ZONES
     ]
@@ -86,8 +86,8 @@ def test_missing_nodes_make_auto_unknown_and_the_input_incomplete() -> None:
     """Without Nodes, auto is 'nodes-unknown' (not 'hints-off'), and the gate exits 2."""
     verdict = verdict_of(AUTO, 8, hinted=False)
     assert problems_of(verdict, nodes_known=False) == (ProblemId.NODES_UNKNOWN,)
-    assert exit_status([verdict], {NODES: "the snapshot holds no Nodes"}) == EXIT_INCOMPLETE
-    assert exit_status([], {NODES: "the snapshot holds no Nodes"}) == EXIT_INCOMPLETE
+    assert exit_status([verdict], {NODE_KIND: "the snapshot holds no Nodes"}) == EXIT_INCOMPLETE
+    assert exit_status([], {NODE_KIND: "the snapshot holds no Nodes"}) == EXIT_INCOMPLETE
 
 
 def test_a_headless_service_s_hints_are_no_problem() -> None:

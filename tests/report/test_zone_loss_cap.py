@@ -25,7 +25,7 @@ from exporter.engine.model import Node
 from exporter.engine.whatif import forecast, outcome, zoneloss
 from exporter.engine.whatif.zoneloss import MAX_ZONE_LOSS_ZONES
 from exporter.live.evaluator import Evaluator
-from exporter.live.result import ExporterState
+from exporter.live.result import ClusterResult
 from exporter.live.serve import ServeOptions
 from exporter.live.store import ClusterStore
 from exporter.metrics.families import ZONE_LOSS_SERVICES_LOSING_HINTS
@@ -67,7 +67,7 @@ class Reads:
         return counted
 
 
-def _evaluated(zones: int) -> tuple[ClusterStore, tuple[Node, ...], Evaluator, ExporterState]:
+def _evaluated(zones: int) -> tuple[ClusterStore, tuple[Node, ...], Evaluator, ClusterResult]:
     snapshot = parse_snapshot("zones.json", zone_snapshot(zones))
     store = ClusterStore()
     store.replace_nodes(snapshot.nodes)

@@ -21,7 +21,7 @@ from exporter.engine import DEFAULT_DATAPLANES, DataPlane
 from exporter.engine.problems import ProblemId
 from exporter.live.evaluator import Evaluator
 from exporter.live.oneshot import evaluate_snapshot
-from exporter.live.result import ExporterState
+from exporter.live.result import ClusterResult
 from exporter.live.serve import ServeOptions
 from exporter.live.store import ClusterStore
 from exporter.report.document import evaluation_document, service_document
@@ -46,7 +46,7 @@ MARKUP = "<img src=x onerror=alert(1)>"
 
 def evaluated(
     snapshot: Snapshot, dataplanes: tuple[DataPlane, ...] = DEFAULT_DATAPLANES
-) -> ExporterState:
+) -> ClusterResult:
     """The state `serve --snapshot [--dataplane ...]` publishes for this snapshot."""
     store = ClusterStore()
     store.replace_nodes(snapshot.nodes)
@@ -56,19 +56,19 @@ def evaluated(
 
 
 @pytest.fixture(scope="module")
-def demo_state() -> ExporterState:
+def demo_state() -> ClusterResult:
     return evaluated(load_snapshot(str(DEMO)))
 
 
 @pytest.fixture(scope="module")
-def big_state() -> ExporterState:
+def big_state() -> ClusterResult:
     """250 Services of the benchmark's generator, in 50 namespaces."""
     objects = list(cluster_objects(ClusterSize(nodes=30, services=250, endpoints=1500)))
     data = msgspec.json.encode({"kind": "List", "items": objects})
     return evaluated(parse_snapshot("bench", data))
 
 
-def pages(state: ExporterState, **options: Any) -> StatusPages:
+def pages(state: ClusterResult, **options: Any) -> StatusPages:
     return StatusPages(lambda: state, readiness=lambda: (True, "ready"), **options)
 
 
@@ -99,7 +99,7 @@ def row_names(html: bytes) -> list[str]:
     ]
 
 
-def test_index_lists_problems_first(demo_state: ExporterState) -> None:
+def test_index_lists_problems_first(demo_state: ClusterResult) -> None:
     status, headers, body = get(pages(demo_state), "/")
     assert status == "200 OK"
     assert headers["Content-Type"] == "text/html; charset=utf-8"
@@ -129,12 +129,12 @@ def test_index_lists_problems_first(demo_state: ExporterState) -> None:
         ),
     ],
 )
-def test_filters(demo_state: ExporterState, query: str, expected: list[str]) -> None:
+def test_filters(demo_state: ClusterResult, query: str, expected: list[str]) -> None:
     _, _, body = get(pages(demo_state), f"/?{query}")
     assert row_names(body) == expected
 
 
-def test_pagination_is_server_side(big_state: ExporterState) -> None:
+def test_pagination_is_server_side(big_state: ClusterResult) -> None:
     app = pages(big_state)
     view = status_view(big_state)
     assert len(view.rows) == 250
@@ -168,7 +168,7 @@ def test_pagination_is_server_side(big_state: ExporterState) -> None:
     ],
 )
 def test_a_malformed_page_number_is_400_naming_the_parameter(
-    demo_state: ExporterState, query: str
+    demo_state: ClusterResult, query: str
 ) -> None:
     status, headers, body = get(pages(demo_state), f"/?{query}")
     parameter = query.partition("=")[0]
@@ -183,7 +183,7 @@ def test_query_keeps_filters_across_pages() -> None:
     assert query.encode(page=1, state="enabled") == "namespace=a&q=x&state=enabled&per_page=50"
 
 
-def test_service_page_has_the_explain_content(demo_state: ExporterState) -> None:
+def test_service_page_has_the_explain_content(demo_state: ClusterResult) -> None:
     status, _, body = get(pages(demo_state), "/services/payments/ledger")
     text = body.decode()
     assert status == "200 OK"
@@ -200,7 +200,7 @@ def test_service_page_has_the_explain_content(demo_state: ExporterState) -> None
         assert words in text, words
 
 
-def test_config_issue_fix_and_drift_are_shown(demo_state: ExporterState) -> None:
+def test_config_issue_fix_and_drift_are_shown(demo_state: ClusterResult) -> None:
     checkout = get(pages(demo_state), "/services/payments/checkout")[2].decode()
     assert "annotation-shadows-traffic-distribution" in checkout
     assert "remove the annotation" in checkout
@@ -228,7 +228,7 @@ def test_cluster_values_are_escaped(tmp_path: Path) -> None:
     assert b"<b>" not in unknown[2]
 
 
-def test_api_serves_the_evaluate_document(demo_state: ExporterState) -> None:
+def test_api_serves_the_evaluate_document(demo_state: ClusterResult) -> None:
     app = pages(demo_state)
     status, headers, body = get(app, "/api/v1/evaluation")
     assert status == "200 OK"
@@ -244,7 +244,7 @@ def test_api_serves_the_evaluate_document(demo_state: ExporterState) -> None:
     assert get(app, "/api/v1/nothing")[0] == "404 Not Found"
 
 
-def test_the_evaluate_command_and_the_api_agree(demo_state: ExporterState) -> None:
+def test_the_evaluate_command_and_the_api_agree(demo_state: ClusterResult) -> None:
     completed = subprocess.run(
         [*exporter_command(), "evaluate", "--snapshot", str(DEMO)],
         capture_output=True, check=True, timeout=60,
@@ -254,7 +254,7 @@ def test_the_evaluate_command_and_the_api_agree(demo_state: ExporterState) -> No
 
 
 def test_before_the_first_evaluation() -> None:
-    app = StatusPages(ExporterState, readiness=lambda: (False, "not ready: nodes: listing"))
+    app = StatusPages(ClusterResult, readiness=lambda: (False, "not ready: nodes: listing"))
     status, _, body = get(app, "/")
     assert status == "200 OK"
     assert b"not ready: nodes: listing" in body
@@ -264,7 +264,7 @@ def test_before_the_first_evaluation() -> None:
     assert json.loads(body) == {"error": "no evaluation yet: not ready: nodes: listing"}
 
 
-def test_methods_and_assets(demo_state: ExporterState) -> None:
+def test_methods_and_assets(demo_state: ClusterResult) -> None:
     app = pages(demo_state)
     status, headers, body = get(app, "/", method="HEAD")
     assert (status, body) == ("200 OK", b"")
@@ -279,7 +279,7 @@ def test_methods_and_assets(demo_state: ExporterState) -> None:
     assert get(app, "/services/payments")[0] == "404 Not Found"
 
 
-def test_external_url_prefixes_links_and_routes(demo_state: ExporterState) -> None:
+def test_external_url_prefixes_links_and_routes(demo_state: ClusterResult) -> None:
     app = pages(demo_state, external_url="https://ops.example.com/topology/")
     for path in ("/", "/topology/", "/topology"):
         status, _, body = get(app, path)
@@ -452,7 +452,7 @@ def test_local_policy_drops_are_a_warning_and_headless_hints_no_problem() -> Non
 
 
 def test_cross_zone_share_is_on_the_list_the_service_page_and_the_api(
-    demo_state: ExporterState,
+    demo_state: ClusterResult,
 ) -> None:
     """behaviour §13: the numbers explain prints, said to be a model, on every surface."""
     app = pages(demo_state)
@@ -523,7 +523,7 @@ def test_service_page_routes_every_configured_data_plane_as_explain_does() -> No
     assert '<span class="badge tone-good">kube-proxy</span>' in items
 
 
-def test_suggestion_shows_the_whole_command_explain_prints(demo_state: ExporterState) -> None:
+def test_suggestion_shows_the_whole_command_explain_prints(demo_state: ClusterResult) -> None:
     """The Suggestion line used to end at "(it never refuses):", before the command."""
     page = get(pages(demo_state), "/services/payments/checkout")[2].decode()
     (command,) = re.findall(r'<pre class="command"><code>(.*?)</code></pre>', page)
@@ -536,7 +536,7 @@ def test_suggestion_shows_the_whole_command_explain_prints(demo_state: ExporterS
 
 
 def test_margin_is_said_in_explains_words_on_the_list_and_the_page(
-    demo_state: ExporterState,
+    demo_state: ClusterResult,
 ) -> None:
     """Not "-0 / +1", which reads as two signed numbers: both pages say explain's Margin."""
     app = pages(demo_state)

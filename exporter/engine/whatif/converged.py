@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from exporter.engine.evaluate import ExpectedState, ServiceVerdict, ZoneVerdict
+from exporter.engine.evaluate import EntryVerdict, ExpectedState, ZoneVerdict
 from exporter.engine.kubeproxy import ProxyMode, ProxyView, ReadyNodes, proxy_view
 from exporter.engine.mechanism import Mechanism
 from exporter.engine.model import Endpoint, EndpointSlice
@@ -22,7 +22,7 @@ LOCAL_MODES = frozenset({ProxyMode.PREFER_SAME_NODE, ProxyMode.PREFER_SAME_ZONE,
 
 
 def _converged_hints(
-    endpoint: Endpoint, verdict: ServiceVerdict
+    endpoint: Endpoint, verdict: EntryVerdict
 ) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     """The (zone, node) hints the controller writes on the endpoint; None leaves it as is."""
     mechanism = verdict.mechanism
@@ -40,7 +40,7 @@ def _converged_hints(
     return (), ()
 
 
-def _converged_slice(endpoint_slice: EndpointSlice, verdict: ServiceVerdict) -> EndpointSlice:
+def _converged_slice(endpoint_slice: EndpointSlice, verdict: EntryVerdict) -> EndpointSlice:
     """A managed slice with the hints the controller converges to for this verdict.
 
     Endpoints that already carry those hints, and a slice none of whose endpoints change,
@@ -63,17 +63,17 @@ def _converged_slice(endpoint_slice: EndpointSlice, verdict: ServiceVerdict) -> 
     return replace(endpoint_slice, endpoints=tuple(endpoints))
 
 
-def enabled_auto(verdict: ServiceVerdict) -> bool:
+def enabled_auto(verdict: EntryVerdict) -> bool:
     return verdict.mechanism is Mechanism.AUTO and verdict.expected_state is ExpectedState.ENABLED
 
 
-def _writes_no_hints(verdict: ServiceVerdict) -> bool:
+def _writes_no_hints(verdict: EntryVerdict) -> bool:
     """The controller removes every hint of this entry's managed slices."""
     return verdict.mechanism is not Mechanism.TRAFFIC_DISTRIBUTION and not enabled_auto(verdict)
 
 
 def converged_slices(
-    verdict: ServiceVerdict, slices: Sequence[EndpointSlice]
+    verdict: EntryVerdict, slices: Sequence[EndpointSlice]
 ) -> tuple[EndpointSlice, ...]:
     """The Service's slices once the controller has written the expected hints.
 
@@ -115,7 +115,7 @@ def _add_hints(slices: list[EndpointSlice], zones: tuple[str, ...]) -> list[Endp
 
 
 def converged_proxy_view(
-    verdict: ServiceVerdict,
+    verdict: EntryVerdict,
     slices: Sequence[EndpointSlice],
     nodes: ReadyNodes,
     behaviour: KubeProxyBehaviour = NEWEST_KUBE_PROXY,

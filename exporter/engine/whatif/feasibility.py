@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from exporter.engine.allocation import NearestFeasible, ratio_groups, refusal_reason
 from exporter.engine.capacity import ClusterCapacity
-from exporter.engine.evaluate import ExpectedState, ServiceVerdict
+from exporter.engine.evaluate import EntryVerdict, ExpectedState
 from exporter.engine.mechanism import Mechanism
 from exporter.engine.reasons import DisableReason
 
@@ -91,7 +91,7 @@ class Margin:
     up: float
 
 
-def endpoint_margin(verdict: ServiceVerdict, feasibility: Feasibility) -> Margin | None:
+def endpoint_margin(verdict: EntryVerdict, feasibility: Feasibility) -> Margin | None:
     """Only an `auto` Service whose hints are enabled has a margin."""
     if verdict.mechanism is not Mechanism.AUTO or verdict.expected_state is not (
         ExpectedState.ENABLED
@@ -100,12 +100,12 @@ def endpoint_margin(verdict: ServiceVerdict, feasibility: Feasibility) -> Margin
     return feasibility.margin(verdict.ready_endpoints)
 
 
-def every_counted_endpoint_has_zone(verdict: ServiceVerdict) -> bool:
+def every_counted_endpoint_has_zone(verdict: EntryVerdict) -> bool:
     return sum(verdict.zone_endpoints.values()) == verdict.ready_endpoints
 
 
 def rollout_refused_counts(
-    verdict: ServiceVerdict, feasibility: Feasibility, max_surge: int, max_unavailable: int
+    verdict: EntryVerdict, feasibility: Feasibility, max_surge: int, max_unavailable: int
 ) -> tuple[int, ...]:
     """The ready counts from N-U to N+S whose expected state is disabled."""
     if verdict.mechanism is not Mechanism.AUTO:

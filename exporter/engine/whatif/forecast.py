@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from exporter.engine.evaluate import EntryInputs, ServiceVerdict, counted_endpoints
+from exporter.engine.evaluate import EntryInputs, EntryVerdict, counted_endpoints
 from exporter.engine.kubeproxy import KubeProxyRoutes, ReadyNodes, proxy_view
 from exporter.engine.mechanism import Mechanism
 from exporter.engine.model import EndpointSlice
@@ -52,7 +52,7 @@ def _forecast(
 
 
 def _converged_ready(
-    verdict: ServiceVerdict,
+    verdict: EntryVerdict,
     slices: Sequence[EndpointSlice],
     routes: KubeProxyRoutes,
     views: Sequence[ZoneLossView],
@@ -82,12 +82,12 @@ def _converged_ready(
     return (today, *survivors)
 
 
-def _routes_locally_with(verdict: ServiceVerdict, ready: HintSets, routes: KubeProxyRoutes) -> bool:
+def _routes_locally_with(verdict: EntryVerdict, ready: HintSets, routes: KubeProxyRoutes) -> bool:
     return routes_locally(routes.route_ready(verdict.service, verdict.address_type, ready)[1])
 
 
 def _non_auto_forecast(
-    verdict: ServiceVerdict,
+    verdict: EntryVerdict,
     converged_ready: tuple[HintSets, ...],
     routes: KubeProxyRoutes,
     views: Sequence[ZoneLossView],
@@ -126,7 +126,7 @@ def _enabled_auto_forecast(
 
 
 def entry_forecast(
-    verdict: ServiceVerdict,
+    verdict: EntryVerdict,
     slices: Sequence[EndpointSlice],
     nodes: ReadyNodes,
     feasibility: Feasibility,
@@ -180,7 +180,7 @@ def _behaviour_of(views: Sequence[ZoneLossView]) -> KubeProxyBehaviour:
     return views[0].profile.kube_proxy_behaviour if views else NEWEST_KUBE_PROXY
 
 
-def depends_on_capacity(verdict: ServiceVerdict) -> bool:
+def depends_on_capacity(verdict: EntryVerdict) -> bool:
     """Whether the entry's forecast can change when only CPU shares move.
 
     Without `auto` the expected state never depends on capacity: the margin is None and
@@ -190,7 +190,7 @@ def depends_on_capacity(verdict: ServiceVerdict) -> bool:
 
 
 def service_forecasts(  # noqa: PLR0913 - the node view's shared values, passed in
-    verdicts: Sequence[ServiceVerdict],
+    verdicts: Sequence[EntryVerdict],
     slices: Sequence[EndpointSlice],
     nodes: ReadyNodes,
     feasibility: Feasibility,
@@ -251,7 +251,7 @@ def service_forecasts(  # noqa: PLR0913 - the node view's shared values, passed 
 
 
 def _re_decided(
-    verdict: ServiceVerdict,
+    verdict: EntryVerdict,
     earlier: EntryForecast,
     feasibility: Feasibility,
     routes: KubeProxyRoutes,

@@ -12,9 +12,9 @@ from types import MappingProxyType
 from exporter.engine.capacity import ClusterCapacity, cluster_capacity
 from exporter.engine.context import context_of
 from exporter.engine.evaluate import (
+    EntryVerdict,
     Evaluation,
     ExpectedState,
-    ServiceVerdict,
     evaluate_service,
     ready_nodes,
     slices_by_service,
@@ -37,7 +37,7 @@ class Change(StrEnum):
 class Outcome:
     """One entry's expected result, on one side of a scenario."""
 
-    verdict: ServiceVerdict
+    verdict: EntryVerdict
     # The entry's slices as they were evaluated (their identity tells what changed).
     slices: tuple[EndpointSlice, ...]
     converged: ProxyView

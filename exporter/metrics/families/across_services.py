@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from exporter.engine import ProxyMode, ProxyView
 from exporter.engine.whatif.zoneloss import MAX_ZONE_LOSS_ZONES
-from exporter.live.result import ExporterState, ServiceResult
+from exporter.live.result import ClusterResult, ServiceResult
 from exporter.metrics.family import (
     COUNTER,
     GAUGE,
@@ -31,7 +31,7 @@ class NodeProxySum:
     one line per node, not nodes x entries.
     """
 
-    def __init__(self, state: ExporterState) -> None:
+    def __init__(self, state: ClusterResult) -> None:
         self._nodes = state.nodes
         self._by_zone: dict[str, dict[ProxyMode, int]] = {}
         self._adjustments: dict[str, dict[ProxyMode, int]] = {}
@@ -89,7 +89,7 @@ class LastEventSum:
     the running sum only tracks which Services are exported.
     """
 
-    def __init__(self, state: ExporterState) -> None:
+    def __init__(self, state: ClusterResult) -> None:
         self._events = state.last_event
         self._exported: set[ServiceKey] = set()
 
@@ -114,7 +114,7 @@ class ZoneLossSum:
     Service was evaluated, so this only counts the zones each names
     (`EntryForecast.zones_losing_hints`)."""
 
-    def __init__(self, state: ExporterState) -> None:
+    def __init__(self, state: ClusterResult) -> None:
         self._counts = dict.fromkeys((view.zone for view in state.zone_loss_views), 0)
 
     def contribution(self, result: ServiceResult) -> tuple[frozenset[str], ...]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from exporter.live.result import ExporterState
+from exporter.live.result import ClusterResult
 from exporter.metrics.family import (
     GAUGE,
     Declarations,
@@ -20,7 +20,7 @@ from exporter.metrics.family import (
 _declare = Declarations()
 
 
-def _capacity(state: ExporterState) -> tuple[object, ...]:
+def _capacity(state: ClusterResult) -> tuple[object, ...]:
     return (state.capacity,)
 
 
@@ -82,7 +82,7 @@ NODE_MISSING_TOPOLOGY_INFO = _declare(
 )
 
 
-def _profile(state: ExporterState) -> tuple[object, ...]:
+def _profile(state: ClusterResult) -> tuple[object, ...]:
     return (state.profile,)
 
 

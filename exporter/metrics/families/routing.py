@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from exporter.engine import ProxyMode, ReadyNodes, ServiceVerdict
+from exporter.engine import EntryVerdict, ProxyMode, ReadyNodes
 from exporter.metrics.family import GAUGE, Declarations, Sample, Scope, ServiceEntry, each_entry
 
 _declare = Declarations()
@@ -15,7 +15,7 @@ _declare = Declarations()
 # -- kube-proxy's topology mode ---------------------------------------------------------------
 
 
-def proxy_node_counts(verdict: ServiceVerdict, nodes: ReadyNodes) -> dict[ProxyMode, int]:
+def proxy_node_counts(verdict: EntryVerdict, nodes: ReadyNodes) -> dict[ProxyMode, int]:
     """How many Ready nodes run kube-proxy in each mode for this verdict."""
     proxy = verdict.proxy
     counts: dict[ProxyMode, int] = {}
