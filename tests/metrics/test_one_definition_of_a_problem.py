@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from exporter.engine.problems import (
     ProblemId,
     paging_alerts,
 )
+from exporter.web.table import status_view
 from tests.conftest import CONFORMANCE_DIR, EXAMPLES_DIR, PROJECT_ROOT, run_cli
 from tests.k8s_objects import Obj, as_list, endpoint, endpoint_slice, node, service
 from tests.metrics.conftest import ServeSnapshot
@@ -43,6 +45,7 @@ from tests.metrics.test_alert_causes import (
 from tests.scrape import base_url, http_get, scrape
 
 Entry = tuple[str, str, str]
+Problems = dict[Entry, tuple[str, ...]]
 DATAPLANES = (DataPlane.KUBE_PROXY, DataPlane.CILIUM_NO_TOPOLOGY)
 VECTORS = (
     "upstream-addhints-2-ready-1-unready-1-unknown-after",
@@ -107,16 +110,14 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield path
 
 
-def _entries(services: list[dict[str, Any]]) -> dict[Entry, tuple[str, ...]]:
+def _entries(services: list[dict[str, Any]]) -> Problems:
     return {
         (entry["namespace"], entry["name"], entry["address_type"]): tuple(entry["problems"])
         for entry in services
     }
 
 
-def _explain_json(
-    snapshot: Path, dataplane: DataPlane, *flags: str
-) -> dict[Entry, tuple[str, ...]]:
+def _explain_json(snapshot: Path, dataplane: DataPlane, *flags: str) -> Problems:
     completed = run_cli(
         "explain", "-A", "-o", "json", "--snapshot", str(snapshot), "--dataplane", dataplane, *flags
     )
@@ -126,13 +127,15 @@ def _explain_json(
 
 def _served(
     serve_snapshot: ServeSnapshot, snapshot: Path, dataplane: DataPlane
-) -> tuple[dict[Entry, tuple[str, ...]], str]:
-    """The live exporter's /api/v1/evaluation problems and its scrape."""
+) -> tuple[Problems, Mapping[str, int], str]:
+    """The live exporter's /api/v1/evaluation problems, its status page's problem counts
+    and its scrape."""
     with serve_snapshot(json.loads(snapshot.read_text()), dataplanes=(dataplane,)) as exporter:
         url = base_url(exporter)
         status, body = http_get(url + "/api/v1/evaluation")
         assert status == 200, body
-        return _entries(json.loads(body)["services"]), scrape(url).text
+        counts = status_view(exporter.evaluator.state).counts["problem"]
+        return _entries(json.loads(body)["services"]), counts, scrape(url).text
 
 
 def expected_firing(problems: dict[Entry, tuple[str, ...]]) -> set[Firing]:
@@ -174,9 +177,15 @@ def test_every_surface_reads_the_same_problems(
     seen: set[str] = set()
     for snapshot in inputs(tmp_path_factory):
         explained = _explain_json(snapshot, dataplane)
-        live, exposition = _served(serve_snapshot, snapshot, dataplane)
+        live, page_counts, exposition = _served(serve_snapshot, snapshot, dataplane)
         assert explained == live, snapshot.name
         troubled = {entry for entry, problems in explained.items() if problems}
+        # The status page counts what explain lists: any problem, and each one.
+        listed_counts = Counter(problem for problems in explained.values() for problem in problems)
+        assert dict(page_counts) == {
+            **({"any": len(troubled)} if troubled else {"any": 0}),
+            **listed_counts,
+        }, snapshot.name
         seen.update(problem for problems in explained.values() for problem in problems)
 
         listed = _explain_json(snapshot, dataplane, "--problems")
