@@ -38,7 +38,7 @@ def byte_count(text: str) -> int:
     except ValueError:
         value = None
     if value is None or value < 1 or value.denominator != 1:
-        raise CommandError(f"{text!r} is not a size in bytes, e.g. 512Mi")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size in bytes, e.g. 512Mi")
     return int(value)
 
 
