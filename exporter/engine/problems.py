@@ -190,20 +190,29 @@ def problems_of(verdict: EntryVerdict, *, nodes_known: bool = True) -> tuple[Pro
         # Headless, ExternalName or not an IP address type: no data plane reads its hints, so
         # whether they are written, complete or drifting changes no client's traffic.
         return (ProblemId.CONFIG_ISSUE,) if verdict.config_issues else ()
-    found = tuple(problem for problem, holds in _CHECKS.items() if holds(verdict))
+    found = (
+        *_no_endpoint_problems(verdict),
+        *(problem for problem, holds in _CHECKS.items() if holds(verdict)),
+    )
     if nodes_known or verdict.mechanism is not Mechanism.AUTO:
         return found
     return (*(problem for problem in found if problem not in _NEEDS_NODES), ProblemId.NODES_UNKNOWN)
 
 
 # Each problem's condition, over the fields the alert's metrics are rendered from.
-def _fails_closed(verdict: EntryVerdict) -> bool:
-    # A node with no endpoint that internalTrafficPolicy Local does not explain.
-    return any(view.no_endpoint_nodes()[0] for view in verdict.routing.values())
-
-
-def _local_policy_drops(verdict: EntryVerdict) -> bool:
-    return any(view.no_endpoint_nodes()[1] for view in verdict.routing.values())
+def _no_endpoint_problems(verdict: EntryVerdict) -> tuple[ProblemId, ...]:
+    """The first two problems of the table, from one count per data plane of the nodes
+    given no endpoint: failed closed (a node internalTrafficPolicy Local does not
+    explain) and dropped by that policy."""
+    failed = dropped = False
+    for view in verdict.routing.values():
+        failed_here, dropped_here = view.no_endpoint_nodes()
+        failed = failed or failed_here > 0
+        dropped = dropped or dropped_here > 0
+    return (
+        *((ProblemId.FAILS_CLOSED,) if failed else ()),
+        *((ProblemId.LOCAL_POLICY_DROPS,) if dropped else ()),
+    )
 
 
 def _hints_off(verdict: EntryVerdict) -> bool:
@@ -240,10 +249,9 @@ def _config_issue(verdict: EntryVerdict) -> bool:
     return bool(verdict.config_issues)
 
 
+# The rest, in the table's order after those two.
 _CHECKS: Mapping[ProblemId, Callable[[EntryVerdict], bool]] = MappingProxyType(
     {
-        ProblemId.FAILS_CLOSED: _fails_closed,
-        ProblemId.LOCAL_POLICY_DROPS: _local_policy_drops,
         ProblemId.HINTS_OFF: _hints_off,
         ProblemId.PARTIAL_HINTS: _partial_hints,
         ProblemId.DRIFT: _drift,
@@ -276,25 +284,3 @@ def severity_of(problems: Iterable[ProblemId]) -> Severity | None:
         if worst is None or _SEVERITY_RANK[severity] < _SEVERITY_RANK[worst]:
             worst = severity
     return worst
-
-
-def severity_rank(severity: Severity | None) -> int:
-    """Sort key: critical first, then warning, info, and no problem last."""
-    return len(_SEVERITY_RANK) if severity is None else _SEVERITY_RANK[severity]
-
-
-def paging_alerts(problems: Iterable[ProblemId]) -> tuple[str, ...]:
-    """The alerts that fire for an entry with these problems: its first deferring problem's
-    alert, and the alerts of problems that fire beside it."""
-    alerts: list[str] = []
-    deferred = False
-    for problem_id in problems:
-        problem = PROBLEMS[problem_id]
-        if problem.alert is None:
-            continue
-        if not problem.deferring:
-            alerts.append(problem.alert)
-        elif not deferred:
-            alerts.append(problem.alert)
-            deferred = True
-    return tuple(alerts)

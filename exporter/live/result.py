@@ -17,7 +17,6 @@ import immutables
 
 from exporter.engine import ClusterCapacity, EntryVerdict, ReadyNodes, Service
 from exporter.engine.crosszone import NO_CLIENTS, Clients
-from exporter.engine.problems import ProblemId, problems_of
 from exporter.engine.profile import ASSUMED, Profile
 from exporter.engine.whatif.feasibility import Feasibility
 from exporter.engine.whatif.forecast import NO_FORECAST, EntryForecast, services_losing_hints
@@ -27,7 +26,8 @@ from exporter.vocabulary import EventKey, ServiceKey
 
 @dataclass(frozen=True, slots=True)
 class ServiceResult:
-    """One Service's entries (one per address type): verdicts, flips, forecasts, problems."""
+    """One Service's entries (one per address type): verdicts, flips and forecasts. Each
+    entry's problems are the problem table's reading of its verdict (`problems_of`)."""
 
     verdicts: tuple[EntryVerdict, ...]
     # Flips between enabled and disabled seen since start, aligned with `verdicts`.
@@ -38,11 +38,6 @@ class ServiceResult:
     @property
     def service(self) -> Service:
         return self.verdicts[0].service
-
-    @property
-    def problems(self) -> tuple[tuple[ProblemId, ...], ...]:
-        """Each entry's problems (exporter.engine.problems), aligned with `verdicts`."""
-        return tuple(problems_of(verdict) for verdict in self.verdicts)
 
     def entries(self) -> Iterator[tuple[EntryVerdict, EntryForecast]]:
         """(verdict, forecast) per address type; NO_FORECAST where none was made."""

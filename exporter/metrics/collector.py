@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from exporter.engine import EntryVerdict, Mechanism
+from exporter.engine import EntryVerdict
+from exporter.engine.problems import in_play
 from exporter.live.result import ClusterResult
 from exporter.metrics.families import HINT_FAMILIES
 from exporter.metrics.family import Family, MetricType, PerScrape, PerService, Sample, Scrape
@@ -54,11 +55,9 @@ class FamilyFilter:
 
 
 def is_exported(verdicts: Iterable[EntryVerdict], options: ExportOptions) -> bool:
-    """By default, only Services where hints are in play: keeps cardinality bounded."""
-    return options.all_services or any(
-        verdict.mechanism is not Mechanism.NONE or verdict.carries_hints or verdict.config_issues
-        for verdict in verdicts
-    )
+    """By default, only Services where hints are in play (the entries that can have a
+    problem, exporter.engine.problems): keeps cardinality bounded."""
+    return options.all_services or any(in_play(verdict) for verdict in verdicts)
 
 
 def new_family(family: Family) -> GaugeMetricFamily | CounterMetricFamily:

@@ -21,7 +21,9 @@ from exporter.live.result import ClusterResult
 from exporter.report.advice import advisor_range, margin_text, node_fix, node_lack, suggestion
 from exporter.report.explain import ExplainOptions, profile_lines
 from exporter.report.phrases import (
+    EVERY_NODE_SAME_NODE,
     MODE_TEXT,
+    PARTIAL_HINTS,
     TABLE_COLUMNS,
     Tone,
     drift_texts,
@@ -235,7 +237,7 @@ def completeness_words(verdict: EntryVerdict) -> tuple[str, str | None]:
         "a zone hint"
     )
     if 0 < completeness < 1:
-        return words, "partial, so kube-proxy ignores every hint: Cluster on every node"
+        return words, PARTIAL_HINTS
     return words, None
 
 
@@ -244,7 +246,7 @@ def proxy_rows(result: ClusterResult, verdict: EntryVerdict) -> tuple[ProxyRow, 
     rows = []
     for zone, mode in proxy.by_zone.items():
         nodes = [n for n in result.nodes.by_zone.get(zone, ()) if n not in proxy.same_node]
-        meaning = MODE_TEXT[mode] if nodes else "every node of the zone is in PreferSameNode"
+        meaning = MODE_TEXT[mode] if nodes else EVERY_NODE_SAME_NODE
         rows.append(
             ProxyRow(
                 zone=zone_name(zone),

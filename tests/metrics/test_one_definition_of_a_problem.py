@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,6 @@ from exporter.engine.problems import (
     PROBLEM_ORDER,
     PROBLEMS,
     ProblemId,
-    paging_alerts,
 )
 from exporter.web.table import status_view
 from tests.conftest import CONFORMANCE_DIR, EXAMPLES_DIR, PROJECT_ROOT, run_cli
@@ -136,6 +135,20 @@ def _served(
         assert status == 200, body
         counts = status_view(exporter.evaluator.state).counts["problem"]
         return _entries(json.loads(body)["services"]), counts, scrape(url).text
+
+
+def paging_alerts(problems: Iterable[ProblemId]) -> tuple[str, ...]:
+    """The alerts an entry with these problems fires, as the rules' precedence says: its
+    first deferring problem's alert, and the alerts of problems reported beside it."""
+    alerts: list[str] = []
+    deferred = False
+    for problem_id in problems:
+        problem = PROBLEMS[problem_id]
+        if problem.alert is None or (problem.deferring and deferred):
+            continue
+        alerts.append(problem.alert)
+        deferred = deferred or problem.deferring
+    return tuple(alerts)
 
 
 def expected_firing(problems: dict[Entry, tuple[str, ...]]) -> set[Firing]:
