@@ -58,10 +58,10 @@ from cluster import (  # noqa: E402
     plan,
 )
 
-from exporter.live.evaluator import Evaluator  # noqa: E402
-from exporter.live.store import ClusterStore  # noqa: E402
+from exporter.pipeline.evaluator import Evaluator  # noqa: E402
 from exporter.runtime import tune_garbage_collector  # noqa: E402
 from exporter.sources.decode import decode_endpoint_slice, decode_node, decode_service  # noqa: E402
+from exporter.state.store import ClusterStore  # noqa: E402
 from tests.kubeapi import FakeKubeAPI  # noqa: E402
 from tests.processes import ServedExporter, free_port, serving  # noqa: E402
 

@@ -33,11 +33,11 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 from cluster import ClusterSize, cluster_objects  # noqa: E402
 
 from exporter.engine.model import EndpointSlice, Node  # noqa: E402
-from exporter.live.evaluator import Evaluator  # noqa: E402
-from exporter.live.store import ClusterStore  # noqa: E402
 from exporter.metrics.collector import HintsCollector  # noqa: E402
 from exporter.metrics.exposition import ExpositionRenderer, Format  # noqa: E402
+from exporter.pipeline.evaluator import Evaluator  # noqa: E402
 from exporter.sources.snapshot import parse_snapshot  # noqa: E402
+from exporter.state.store import ClusterStore  # noqa: E402
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,11 +25,11 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 from cluster import ClusterSize, cluster_objects  # noqa: E402
 
 from exporter.http.server import MetricsServer  # noqa: E402
-from exporter.live.evaluator import Evaluator  # noqa: E402
-from exporter.live.result import ClusterResult  # noqa: E402
-from exporter.live.store import ClusterStore  # noqa: E402
+from exporter.pipeline.evaluator import Evaluator  # noqa: E402
 from exporter.runtime import tune_garbage_collector  # noqa: E402
 from exporter.sources.snapshot import parse_snapshot  # noqa: E402
+from exporter.state.result import ClusterResult  # noqa: E402
+from exporter.state.store import ClusterStore  # noqa: E402
 from exporter.web.app import StatusPages  # noqa: E402
 
 

@@ -1,5 +1,5 @@
 """The result a command or the live exporter would publish for some objects: one evaluator
-step over them (exporter.live.oneshot), for tests that build objects by hand."""
+step over them (exporter.run.oneshot), for tests that build objects by hand."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from collections.abc import Iterable, Sequence
 
 from exporter.engine import DEFAULT_DATAPLANES, DataPlane, EndpointSlice, Node, Service
 from exporter.engine.profile import ASSUMED, Profile
-from exporter.live.oneshot import evaluate_snapshot
-from exporter.live.result import ClusterResult
+from exporter.run.oneshot import evaluate_snapshot
 from exporter.sources.snapshot import Snapshot
+from exporter.state.result import ClusterResult
 
 
 def result_of(

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.live.serve import Exporter, ServeOptions
+from exporter.run.serve import Exporter, ServeOptions
 
 SeriesKey = tuple[str, frozenset[tuple[str, str]]]
 

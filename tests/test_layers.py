@@ -47,22 +47,34 @@ def test_the_import_contracts_are_kept() -> None:
             "exporter.engine.model -> exporter.metrics.families",
         ),
         (
-            "live/store.py",
+            "state/store.py",
             "import kubernetes",
             "Only exporter.sources.kubeapi imports the kubernetes client",
-            "exporter.live.store -> kubernetes",
+            "exporter.state.store -> kubernetes",
         ),
         (
             "web/app.py",
-            "import exporter.live.serve",
+            "import exporter.run.serve",
             "Only the CLI wires the server, sources and metrics together",
-            "exporter.web.app -> exporter.live.serve",
+            "exporter.web.app -> exporter.run.serve",
         ),
         (
-            "live/store.py",
+            "state/store.py",
             "import exporter.report.explain",
             "The layers point one way",
-            "exporter.live.store -> exporter.report.explain",
+            "exporter.state.store -> exporter.report.explain",
+        ),
+        (
+            "pipeline/evaluator.py",
+            "import exporter.sources.listing",
+            "The layers point one way",
+            "exporter.pipeline is not allowed to import exporter.sources",
+        ),
+        (
+            "sources/snapshot.py",
+            "import exporter.pipeline.evaluator",
+            "The layers point one way",
+            "exporter.sources is not allowed to import exporter.pipeline",
         ),
         (
             "report/phrases.py",
@@ -116,3 +128,21 @@ def test_the_engine_contract_names_every_other_top_level_module() -> None:
         if module.name not in {"engine", "vocabulary", "__main__"}
     }
     assert top_level <= set(engine["forbidden_modules"])
+
+
+def test_a_new_package_must_be_placed_on_a_layer(tmp_path: Path) -> None:
+    """The layers contract is exhaustive: a package nobody placed breaks it."""
+    shutil.copy(PROJECT_ROOT / "pyproject.toml", tmp_path)
+    shutil.copytree(
+        PROJECT_ROOT / "exporter",
+        tmp_path / "exporter",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    (tmp_path / "exporter" / "unplaced").mkdir()
+    (tmp_path / "exporter" / "unplaced" / "__init__.py").write_text('"""Nobody placed me."""\n')
+
+    result = _lint_imports(tmp_path)
+
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "exporter.unplaced" in result.stdout
+    assert "not listed as layers" in result.stdout

@@ -6,11 +6,11 @@ import random
 
 from freezegun import freeze_time
 
-from exporter.live.evaluator import Evaluator
-from exporter.live.store import ClusterStore
 from exporter.metrics.instruments import StatusCollector
+from exporter.pipeline.evaluator import Evaluator
 from exporter.sources.decode import RawEvent, controller_event_from_raw
 from exporter.sources.retry import Backoff
+from exporter.state.store import ClusterStore
 from tests.k8s_objects import event
 
 

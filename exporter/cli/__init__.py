@@ -34,7 +34,6 @@ from exporter.engine.profile import (
     Profile,
 )
 from exporter.engine.whatif.scenario import MAX_SCENARIO_COUNT
-from exporter.live.oneshot import evaluate_snapshot
 from exporter.report.document import formatted_evaluation_document, service_document
 from exporter.report.overview import (
     NODE_KIND,
@@ -48,6 +47,7 @@ from exporter.report.overview import (
     summary_text,
     with_problems,
 )
+from exporter.run.oneshot import evaluate_snapshot
 from exporter.runtime import tune_garbage_collector
 from exporter.sources.snapshot import Snapshot, load_snapshot
 from exporter.sources.snapshot_input import SnapshotError

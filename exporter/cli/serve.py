@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from exporter.live.serve import ServeOptions
+    from exporter.run.serve import ServeOptions
 
 from exporter.cli.arguments import (
     CommandError,
@@ -146,7 +146,7 @@ def _check_tls_flags(args: argparse.Namespace) -> None:
 
 def serve_options(args: argparse.Namespace) -> ServeOptions:
     from exporter.http.server import parse_listen_address  # noqa: PLC0415
-    from exporter.live.serve import ServeOptions, resolve_shard, split_list  # noqa: PLC0415
+    from exporter.run.serve import ServeOptions, resolve_shard, split_list  # noqa: PLC0415
     from exporter.sources.informer import InformerSettings  # noqa: PLC0415
     from exporter.web.links import parse_external_url  # noqa: PLC0415
 
@@ -229,7 +229,7 @@ def _without_auto(values: Sequence[str] | None) -> list[str]:
 
 def run_serve(args: argparse.Namespace) -> int:
     from exporter.http.webconfig import WebConfigError  # noqa: PLC0415
-    from exporter.live import serve  # noqa: PLC0415
+    from exporter.run import serve  # noqa: PLC0415
     from exporter.sources.kubeapi import ConfigError  # noqa: PLC0415
 
     options = serve_options(args)

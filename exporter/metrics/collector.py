@@ -15,9 +15,9 @@ from prometheus_client.registry import Collector
 
 from exporter.engine import EntryVerdict
 from exporter.engine.problems import in_play
-from exporter.live.result import ClusterResult
 from exporter.metrics.families import HINT_FAMILIES
 from exporter.metrics.family import Family, MetricType, PerScrape, PerService, Sample, Scrape
+from exporter.state.result import ClusterResult
 
 
 @dataclass(frozen=True, slots=True)

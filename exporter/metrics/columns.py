@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from exporter.live.result import ClusterResult, ServiceResult
 from exporter.metrics.family import (
     Family,
     PerScrape,
@@ -42,6 +41,7 @@ from exporter.metrics.lines import (
     line_format,
     value_text,
 )
+from exporter.state.result import ClusterResult, ServiceResult
 from exporter.vocabulary import ServiceKey
 
 

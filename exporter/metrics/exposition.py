@@ -38,7 +38,6 @@ from enum import Enum, auto
 
 from exporter.engine import ReadyNodes
 from exporter.engine.whatif.forecast import NO_FORECAST
-from exporter.live.result import ClusterResult, ServiceResult
 from exporter.metrics.blocks import Row, SortedBlocks, Update
 from exporter.metrics.collector import ExportOptions, FamilyFilter, is_exported
 from exporter.metrics.columns import (
@@ -67,6 +66,7 @@ from exporter.metrics.gzipstream import (
     gzip_stream,
     trailer,
 )
+from exporter.state.result import ClusterResult, ServiceResult
 from exporter.vocabulary import ServiceKey
 
 # Services per block: a change re-joins (and re-compresses) about this many fragments.

@@ -26,7 +26,7 @@ from typing import Any, Protocol, TypeVar
 
 from exporter.engine import EntryVerdict, ReadyNodes
 from exporter.engine.whatif.forecast import NO_FORECAST, EntryForecast
-from exporter.live.result import ClusterResult, ServiceResult
+from exporter.state.result import ClusterResult, ServiceResult
 
 PREFIX = "topology_hints_"
 

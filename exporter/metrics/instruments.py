@@ -8,7 +8,6 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from exporter.live.result import ClusterResult
 from exporter.metrics.families import (
     BUILD_INFO,
     CROSS_ZONE_PRICE_PER_GIB,
@@ -25,6 +24,7 @@ from exporter.metrics.families import (
     WATCH_RESTARTS_TOTAL,
     WATCH_UP,
 )
+from exporter.state.result import ClusterResult
 from exporter.vocabulary import (
     EVENT_TYPE_LABELS,
     RESTART_CAUSES,

@@ -10,7 +10,7 @@ import msgspec
 from exporter.engine import EntryVerdict
 from exporter.engine.problems import problems_of
 from exporter.engine.profile import Component, Profile
-from exporter.live.result import ClusterResult
+from exporter.state.result import ClusterResult
 
 
 def routing_fields(verdict: EntryVerdict) -> dict[str, Any]:

@@ -26,7 +26,6 @@ from exporter.engine import (
 from exporter.engine.allocation import OVERLOAD_LIMIT, refusal_reason
 from exporter.engine.profile import Profile
 from exporter.engine.whatif.feasibility import Feasibility, endpoint_margin
-from exporter.live.result import ClusterResult
 from exporter.report.advice import (
     NO_COUNT_WITHOUT_NODE_INFO,
     TOO_FEW_ZONES,
@@ -70,6 +69,7 @@ from exporter.report.traffic import (
     cross_zone_text,
     routing_text,
 )
+from exporter.state.result import ClusterResult
 
 LABEL_WIDTH = 19
 INDENT = " " * (2 + LABEL_WIDTH)

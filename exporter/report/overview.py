@@ -12,7 +12,7 @@ from typing import Any
 
 from exporter.engine import EntryVerdict, Mechanism
 from exporter.engine.problems import PROBLEM_ORDER, ProblemId, problems_of
-from exporter.live.result import ClusterResult
+from exporter.state.result import ClusterResult
 
 NODE_KIND, SERVICE_KIND, ENDPOINT_SLICE_KIND = "Nodes", "Services", "EndpointSlices"
 KINDS = (NODE_KIND, SERVICE_KIND, ENDPOINT_SLICE_KIND)

@@ -26,7 +26,7 @@ from exporter.engine.allocation import OVERLOAD_LIMIT, zone_minimum
 from exporter.engine.mechanism import deciding_annotation
 from exporter.engine.profile import NEWEST_MINOR, Component, Profile, Source, kube_proxy_effect
 from exporter.engine.reasons import HINTS_DISABLED_EVENT, HINTS_ENABLED_EVENT
-from exporter.live.result import ClusterResult
+from exporter.state.result import ClusterResult
 
 # The zone table's headings, one per cell of a `table_rows` row.
 TABLE_COLUMNS = (

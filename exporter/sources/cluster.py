@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from exporter.engine import EndpointSlice, Node, Service
-from exporter.live.store import ClusterStore
 from exporter.sources.decode import (
     RawEndpointSlice,
     RawEvent,
@@ -20,6 +19,7 @@ from exporter.sources.decode import (
     service_from_raw,
 )
 from exporter.sources.spec import ResourceSpec
+from exporter.state.store import ClusterStore
 from exporter.vocabulary import OPTIONAL_RESOURCES, ControllerEvent, Resource
 
 _Slim = TypeVar("_Slim")

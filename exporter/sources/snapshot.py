@@ -30,7 +30,6 @@ from typing import IO, Any
 import msgspec
 
 from exporter.engine import EndpointSlice, Node, Service
-from exporter.live.store import ClusterStore
 from exporter.sources.decode import (
     InvalidObjectError,
     JsonDecoder,
@@ -56,6 +55,7 @@ from exporter.sources.snapshot_input import (
     utf8,
 )
 from exporter.sources.snapshot_yaml import AliasError, yaml_documents, yaml_error
+from exporter.state.store import ClusterStore
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from exporter import __version__
-from exporter.live.result import ClusterResult
 from exporter.report.document import evaluation_document, service_document
+from exporter.state.result import ClusterResult
 from exporter.web.links import API_PATH, SERVICES_PATH, Links
 from exporter.web.render import (
     PageContext,

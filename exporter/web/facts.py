@@ -17,7 +17,6 @@ from exporter.engine import (
 )
 from exporter.engine.allocation import OVERLOAD_LIMIT, refusal_reason
 from exporter.engine.whatif.feasibility import Margin
-from exporter.live.result import ClusterResult
 from exporter.report.advice import advisor_range, margin_text, node_fix, node_lack, suggestion
 from exporter.report.explain import ExplainOptions, profile_lines
 from exporter.report.phrases import (
@@ -38,6 +37,7 @@ from exporter.report.phrases import (
     zone_name,
 )
 from exporter.report.traffic import AVOIDABLE_WORTH_SAYING, cross_zone_text, routing_text
+from exporter.state.result import ClusterResult
 
 
 def share(ratio: float) -> str:

@@ -19,10 +19,10 @@ from urllib.parse import parse_qs, urlencode
 from exporter.engine import EntryVerdict, ExpectedState, Mechanism
 from exporter.engine.problems import PROBLEMS, ProblemId, Severity, problems_of, severity_of
 from exporter.engine.whatif.forecast import NO_FORECAST, EntryForecast
-from exporter.live.result import ClusterResult, ServiceResult
 from exporter.report.advice import zone_loss_skipped_text
 from exporter.report.phrases import whole_percent
 from exporter.report.traffic import AVOIDABLE_WORTH_SAYING
+from exporter.state.result import ClusterResult, ServiceResult
 from exporter.vocabulary import ServiceKey
 from exporter.web.facts import ClusterFacts, cluster_facts, margin_words, share
 from exporter.web.links import Links

@@ -16,9 +16,9 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from exporter.live.oneshot import evaluate_snapshot
 from exporter.report.advice import suggestion
 from exporter.report.overview import select
+from exporter.run.oneshot import evaluate_snapshot
 from exporter.sources.snapshot import load_snapshot
 from tests.browser.chromium import (
     DESKTOP,

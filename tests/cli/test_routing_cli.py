@@ -10,7 +10,7 @@ import pytest
 from exporter.cli import build_parser
 from exporter.cli.arguments import parse_dataplanes
 from exporter.engine import DataPlane
-from exporter.live.serve import ServeOptions
+from exporter.run.serve import ServeOptions
 from tests.conftest import CONFORMANCE_DIR, EXAMPLES_DIR
 from tests.conftest import run_cli as run
 from tests.k8s_objects import (

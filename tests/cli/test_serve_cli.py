@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from exporter.http.server import parse_listen_address
-from exporter.live.serve import ServeOptions
+from exporter.run.serve import ServeOptions
 from tests.conftest import EXAMPLES_DIR, exporter_command, require_binary
 from tests.processes import serving
 from tests.scrape import parse

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dashboards.crosszone import ROW as CROSS_ZONE_ROW
-from exporter.live.serve import ServeOptions
+from exporter.run.serve import ServeOptions
 from tests.conftest import PROJECT_ROOT
 from tests.e2e.dashboard_queries import dashboard_queries, row_panel_titles
 from tests.e2e.prometheus import prometheus_stack

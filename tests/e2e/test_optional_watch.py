@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from exporter.live.serve import ServeOptions
+from exporter.run.serve import ServeOptions
 from tests.conftest import PROJECT_ROOT
 from tests.e2e.prometheus import prometheus_stack
 from tests.k8s_objects import as_list, endpoint_slice, service, three_zone_nodes, zone_endpoints

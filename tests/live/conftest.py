@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.live.serve import Exporter, ServeOptions
+from exporter.run.serve import Exporter, ServeOptions
 from exporter.sources.informer import InformerSettings
 from exporter.sources.kubeapi import Timeouts
 from tests.k8s_objects import endpoint_slice, service, three_zone_nodes, zone_endpoints

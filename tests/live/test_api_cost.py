@@ -28,7 +28,7 @@ from types import ModuleType
 
 import pytest
 
-from exporter.live.serve import Exporter, ServeOptions
+from exporter.run.serve import Exporter, ServeOptions
 from exporter.sources.informer import InformerSettings
 from tests.conftest import PROJECT_ROOT
 from tests.kubeapi import FakeKubeAPI, Request

@@ -3,9 +3,9 @@ only those."""
 
 from __future__ import annotations
 
-from exporter.live.evaluator import Evaluator
-from exporter.live.store import ClusterStore
+from exporter.pipeline.evaluator import Evaluator
 from exporter.sources.decode import decode_endpoint_slice, decode_node, decode_service
+from exporter.state.store import ClusterStore
 from tests.k8s_objects import endpoint_slice, service, three_zone_nodes, zone_endpoints
 
 

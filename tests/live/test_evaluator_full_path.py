@@ -17,7 +17,7 @@ from tests.engine.builders import endpoint, endpoint_slice, service
 from tests.live.test_evaluator_node_change import CLUSTER, NODES, SPARE, _fresh, _judged, _started
 
 # Where the evaluator's kept inputs are made (one call per Service read).
-INCREMENTAL = importlib.import_module("exporter.live.incremental")
+INCREMENTAL = importlib.import_module("exporter.pipeline.incremental")
 
 
 @pytest.fixture

@@ -18,9 +18,9 @@ from structlog.testing import capture_logs
 from exporter.engine import Endpoint, EndpointSlice, Node, Service
 from exporter.engine.allocation import AllocationResult
 from exporter.engine.capacity import ClusterCapacity
-from exporter.live.evaluator import Evaluator
-from exporter.live.result import ClusterResult
-from exporter.live.store import ClusterStore
+from exporter.pipeline.evaluator import Evaluator
+from exporter.state.result import ClusterResult
+from exporter.state.store import ClusterStore
 from tests.engine.builders import endpoint, endpoint_slice, service
 
 # Where judgements call allocate (one call per allocation computed).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from exporter.engine import EndpointSlice, Mechanism, Service
 from exporter.engine.profile import Notice, Source, build_profile
-from exporter.live.evaluator import Evaluator
+from exporter.pipeline.evaluator import Evaluator
 from tests.engine.builders import endpoint, endpoint_slice, service
 from tests.live.test_evaluator_node_change import CLUSTER, NODES, _judged, _store
 

@@ -13,7 +13,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from exporter.engine.profile import Gate, ProfileFlags
-from exporter.live.serve import Exporter, ServeOptions
+from exporter.run.serve import Exporter, ServeOptions
 from exporter.sources.kubeapi import ConfigError
 from tests.k8s_objects import (
     Obj,

@@ -14,7 +14,7 @@ from exporter.engine import DataPlane, EndpointSlice, Node, Service, cluster_cap
 from exporter.engine.context import context_of, node_context, ready_nodes
 from exporter.engine.crosszone import Clients
 from exporter.engine.evaluate import evaluate_service, service_inputs
-from exporter.live.incremental import rejudged
+from exporter.pipeline.incremental import rejudged
 from tests.engine.builders import endpoint, endpoint_slice, service, zone_nodes
 
 ZONES = ("zone-0", "zone-1", "zone-2")

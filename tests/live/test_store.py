@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable
 
 from exporter.engine import EndpointSlice
-from exporter.live.store import ClusterStore
+from exporter.state.store import ClusterStore
 from exporter.vocabulary import ControllerEvent, Resource
 from tests.engine.builders import endpoint, endpoint_slice
 

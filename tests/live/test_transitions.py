@@ -11,9 +11,9 @@ from freezegun import freeze_time
 from structlog.testing import capture_logs
 
 from exporter.engine import Endpoint, EndpointSlice, Node, Service
-from exporter.live.evaluator import Evaluator
-from exporter.live.store import ClusterStore
-from exporter.live.transitions import DEFAULT_STEP_LINES, DEFAULT_WINDOW
+from exporter.pipeline.evaluator import Evaluator
+from exporter.pipeline.transitions import DEFAULT_STEP_LINES, DEFAULT_WINDOW
+from exporter.state.store import ClusterStore
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 EVENT = "expected state changed"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.live.serve import Exporter, ServeOptions
+from exporter.run.serve import Exporter, ServeOptions
 from tests.k8s_objects import Obj
 from tests.scrape import running_exporter, wait_until
 

@@ -86,10 +86,10 @@ def test_series_growth_stays_within_a_quarter_at_the_benchmark_shape() -> None:
     import msgspec  # noqa: PLC0415
 
     from bench.cluster import ClusterSize, cluster_objects  # noqa: PLC0415
-    from exporter.live.evaluator import Evaluator  # noqa: PLC0415
-    from exporter.live.store import ClusterStore  # noqa: PLC0415
     from exporter.metrics.exposition import ExpositionRenderer, Format  # noqa: PLC0415
+    from exporter.pipeline.evaluator import Evaluator  # noqa: PLC0415
     from exporter.sources.snapshot import parse_snapshot  # noqa: PLC0415
+    from exporter.state.store import ClusterStore  # noqa: PLC0415
 
     objects = list(cluster_objects(ClusterSize(nodes=60, services=300, endpoints=4500)))
     snapshot = parse_snapshot("bench", msgspec.json.encode({"kind": "List", "items": objects}))

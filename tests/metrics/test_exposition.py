@@ -12,8 +12,6 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as _generate_openmetrics
 
-from exporter.live.evaluator import Evaluator
-from exporter.live.store import ClusterStore
 from exporter.metrics.collector import (
     ExportOptions,
     FamilyFilter,
@@ -21,7 +19,9 @@ from exporter.metrics.collector import (
     HintsCollector,
 )
 from exporter.metrics.exposition import ExpositionRenderer, Format
+from exporter.pipeline.evaluator import Evaluator
 from exporter.sources.snapshot import load_snapshot
+from exporter.state.store import ClusterStore
 from exporter.vocabulary import ControllerEvent
 from tests.conftest import EXAMPLES_DIR
 from tests.k8s_objects import as_list, endpoint_slice, service, three_zone_nodes, zone_endpoints

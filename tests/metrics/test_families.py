@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from exporter.live.result import ClusterResult
 from exporter.metrics import families
 from exporter.metrics.collector import HintsCollector
 from exporter.metrics.families import FAMILIES, HINT_FAMILIES
@@ -15,6 +14,7 @@ from exporter.metrics.family import (
     Scope,
     constant_name,
 )
+from exporter.state.result import ClusterResult
 
 
 def test_every_family_is_a_constant_named_after_its_metric() -> None:

@@ -27,16 +27,16 @@ from prometheus_client.openmetrics.exposition import generate_latest as _generat
 from bench.cluster import ClusterSize, cluster_objects
 from exporter.engine import ReadyNodes
 from exporter.engine.model import EndpointSlice, Node, Service
-from exporter.live.evaluator import Evaluator
-from exporter.live.result import ClusterResult
-from exporter.live.serve import Exporter
-from exporter.live.store import ClusterStore
 from exporter.metrics.blocks import SortedBlocks
 from exporter.metrics.collector import ExportOptions, HintsCollector
 from exporter.metrics.exposition import ExpositionRenderer, Format
 from exporter.metrics.families import HINT_FAMILIES
 from exporter.metrics.family import PerService
+from exporter.pipeline.evaluator import Evaluator
+from exporter.run.serve import Exporter
 from exporter.sources.snapshot import parse_snapshot
+from exporter.state.result import ClusterResult
+from exporter.state.store import ClusterStore
 from exporter.vocabulary import ControllerEvent
 from tests.metrics.conftest import ServeSnapshot
 from tests.scrape import base_url, wait_until

@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING
 import pytest
 from prometheus_client import CollectorRegistry, make_wsgi_app
 
-from exporter.live.evaluator import Evaluator
-from exporter.live.store import ClusterStore
 from exporter.metrics.collector import FamilyFilter, FilteringCollector, HintsCollector
 from exporter.metrics.endpoint import MetricsEndpoint
 from exporter.metrics.exposition import ExpositionRenderer
 from exporter.metrics.instruments import ExporterMetrics
 from exporter.metrics.negotiation import honoured, honouring_quality, negotiate
+from exporter.pipeline.evaluator import Evaluator
 from exporter.sources.snapshot import load_snapshot
+from exporter.state.store import ClusterStore
 from tests.conftest import EXAMPLES_DIR
 
 if TYPE_CHECKING:

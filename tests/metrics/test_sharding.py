@@ -6,7 +6,6 @@ from collections import Counter
 
 import pytest
 
-from exporter.live.serve import resolve_shard, shard_of
 from exporter.metrics.families import (
     CONTROLLER_EVENTS_TOTAL,
     HINT_FAMILIES,
@@ -17,6 +16,7 @@ from exporter.metrics.families import (
     ZONE_LOSS_SERVICES_LOSING_HINTS,
 )
 from exporter.metrics.family import Scope
+from exporter.run.serve import resolve_shard, shard_of
 from tests.conftest import EXAMPLES_DIR
 from tests.metrics.conftest import ServeSnapshot
 from tests.scrape import Scrape, SeriesKey, base_url, scrape

@@ -12,10 +12,10 @@ import pytest
 
 from exporter.engine.whatif.feasibility import Margin
 from exporter.engine.whatif.forecast import EntryForecast
-from exporter.live.evaluator import Evaluator
-from exporter.live.store import ClusterStore
 from exporter.metrics import families as f
+from exporter.pipeline.evaluator import Evaluator
 from exporter.sources.snapshot import load_snapshot
+from exporter.state.store import ClusterStore
 from tests.conftest import CONFORMANCE_DIR, EXAMPLES_DIR, exporter_command
 from tests.k8s_objects import (
     Obj,

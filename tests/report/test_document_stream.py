@@ -10,10 +10,10 @@ import immutables
 import msgspec
 import pytest
 
-from exporter.live.oneshot import evaluate_snapshot
-from exporter.live.result import ClusterResult
 from exporter.report.document import evaluation_document, formatted_evaluation_document
+from exporter.run.oneshot import evaluate_snapshot
 from exporter.sources.snapshot import load_snapshot
+from exporter.state.result import ClusterResult
 from tests.conftest import EXAMPLES_DIR
 
 EXAMPLES = sorted(EXAMPLES_DIR.glob("*.json"))

@@ -25,9 +25,9 @@ from exporter.engine import (
     Node,
     Service,
 )
-from exporter.live.result import ClusterResult
 from exporter.report.explain import ExplainOptions, explain_text
 from exporter.report.overview import select
+from exporter.state.result import ClusterResult
 from tests.conftest import EXAMPLES_DIR, PROJECT_ROOT, exporter_command
 from tests.conftest import run_cli as run
 from tests.results import result_of

@@ -8,10 +8,10 @@ from fractions import Fraction
 import pytest
 
 from exporter.engine import Endpoint, EndpointSlice, Node, Service
-from exporter.live.oneshot import evaluate_snapshot
-from exporter.live.result import ClusterResult
 from exporter.report.explain import WRAP_WIDTH, ExplainOptions, explain_text
+from exporter.run.oneshot import evaluate_snapshot
 from exporter.sources.snapshot import load_snapshot
+from exporter.state.result import ClusterResult
 from tests.conftest import EXAMPLES_DIR
 from tests.results import result_of
 

@@ -24,12 +24,12 @@ from exporter.engine import allocation
 from exporter.engine.model import Node
 from exporter.engine.whatif import forecast, outcome, zoneloss
 from exporter.engine.whatif.zoneloss import MAX_ZONE_LOSS_ZONES
-from exporter.live.evaluator import Evaluator
-from exporter.live.result import ClusterResult
-from exporter.live.serve import ServeOptions
-from exporter.live.store import ClusterStore
 from exporter.metrics.families import ZONE_LOSS_SERVICES_LOSING_HINTS
+from exporter.pipeline.evaluator import Evaluator
+from exporter.run.serve import ServeOptions
 from exporter.sources.snapshot import parse_snapshot
+from exporter.state.result import ClusterResult
+from exporter.state.store import ClusterStore
 from exporter.web.table import status_view
 from tests.conftest import PROJECT_ROOT, exporter_command
 from tests.scrape import base_url, http_get, running_exporter, scrape, wait_until

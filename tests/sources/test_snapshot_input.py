@@ -454,7 +454,7 @@ def test_the_live_path_imports_kubernetes_only_to_load_its_configuration(tmp_pat
     )
     script = (
         "import sys\n"
-        "import exporter.cli, exporter.live.serve\n"
+        "import exporter.cli, exporter.run.serve\n"
         "import exporter.sources.cluster, exporter.sources.listing\n"
         "before = sorted(name for name in sys.modules if name.split('.')[0] == 'kubernetes')\n"
         "from exporter.sources.kubeapi import api_client\n"

@@ -19,14 +19,14 @@ import pytest
 from bench.cluster import ClusterSize, cluster_objects
 from exporter.engine import DEFAULT_DATAPLANES, DataPlane
 from exporter.engine.problems import ProblemId
-from exporter.live.evaluator import Evaluator
-from exporter.live.oneshot import evaluate_snapshot
-from exporter.live.result import ClusterResult
-from exporter.live.serve import ServeOptions
-from exporter.live.store import ClusterStore
+from exporter.pipeline.evaluator import Evaluator
 from exporter.report.document import evaluation_document, service_document
 from exporter.report.explain import INDENT
+from exporter.run.oneshot import evaluate_snapshot
+from exporter.run.serve import ServeOptions
 from exporter.sources.snapshot import Snapshot, load_snapshot, parse_snapshot
+from exporter.state.result import ClusterResult
+from exporter.state.store import ClusterStore
 from exporter.web.app import StatusPages
 from exporter.web.links import Links, explain_url, parse_external_url
 from exporter.web.table import Query, Standing, status_view

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 
 from exporter.engine import ProxyMode, ProxyView
 from exporter.engine.whatif.zoneloss import MAX_ZONE_LOSS_ZONES
-from exporter.live.result import ClusterResult, ServiceResult
 from exporter.metrics.family import (
     COUNTER,
     GAUGE,
@@ -18,6 +17,7 @@ from exporter.metrics.family import (
     from_scrape,
     summed,
 )
+from exporter.state.result import ClusterResult, ServiceResult
 from exporter.vocabulary import ServiceKey
 
 _declare = Declarations()

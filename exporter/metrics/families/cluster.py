@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from exporter.live.result import ClusterResult
 from exporter.metrics.family import (
     GAUGE,
     Declarations,
@@ -16,6 +15,7 @@ from exporter.metrics.family import (
     from_scrape,
     one_sample,
 )
+from exporter.state.result import ClusterResult
 
 _declare = Declarations()
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from exporter.engine import ExpectedState
-from exporter.live.result import ServiceResult
 from exporter.metrics.family import (
     COUNTER,
     GAUGE,
@@ -19,6 +18,7 @@ from exporter.metrics.family import (
     each_service,
     one_sample,
 )
+from exporter.state.result import ServiceResult
 
 _declare = Declarations()
 

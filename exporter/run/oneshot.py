@@ -12,10 +12,10 @@ from collections.abc import Sequence
 
 from exporter.engine import DEFAULT_DATAPLANES, DataPlane
 from exporter.engine.profile import ASSUMED, Profile
-from exporter.live.evaluator import Evaluator
-from exporter.live.result import ClusterResult
-from exporter.live.store import ClusterStore
+from exporter.pipeline.evaluator import Evaluator
 from exporter.sources.snapshot import Snapshot
+from exporter.state.result import ClusterResult
+from exporter.state.store import ClusterStore
 
 
 def evaluate_snapshot(

@@ -28,8 +28,6 @@ from exporter.http.auth import BasicAuth
 from exporter.http.routes import default_routes, make_app
 from exporter.http.server import MetricsServer
 from exporter.http.webconfig import WebConfig, load_web_config, tls_from_flags
-from exporter.live.evaluator import Evaluator
-from exporter.live.store import ClusterStore
 from exporter.logs import LogFormat, configure_logging
 from exporter.metrics.collector import (
     ExportOptions,
@@ -41,6 +39,7 @@ from exporter.metrics.endpoint import MetricsEndpoint
 from exporter.metrics.exposition import ExpositionRenderer
 from exporter.metrics.families import SAME_ON_EVERY_SHARD
 from exporter.metrics.instruments import RESOURCES, ExporterMetrics, StatusCollector
+from exporter.pipeline.evaluator import Evaluator
 from exporter.runtime import release_free_memory
 from exporter.sources.cluster import ENDPOINT_SLICES, EVENTS, NODES, SERVICES, StoreSink, sinks
 from exporter.sources.dataplanes import FLAG, detect_dataplanes
@@ -49,6 +48,7 @@ from exporter.sources.kubeapi import ConfigError, KubeTransport, api_client
 from exporter.sources.snapshot import load_snapshot
 from exporter.sources.snapshot_input import DEFAULT_MAX_INPUT_BYTES
 from exporter.sources.version import read_server_minor
+from exporter.state.store import ClusterStore
 from exporter.vocabulary import EventTypeLabel, Resource, RestartCause
 from exporter.web.app import StatusPages
 from exporter.web.render import WatchHealth

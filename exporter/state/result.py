@@ -1,7 +1,7 @@
 """The one result type: what an evaluator step publishes and every surface reads.
 
 The live exporter publishes one per step (watches -> store -> evaluator); `explain` and
-`evaluate` run the same pipeline once over a snapshot or a LIST (exporter.live.oneshot). Per
+`evaluate` run the same pipeline once over a snapshot or a LIST (exporter.run.oneshot). Per
 entry it holds the verdict (with its routing per data plane and its cross-zone shares), its
 forecasts (endpoint margin, zones whose loss ends its hints) and its flips; its problems are
 the problem table's judgement of the verdict (exporter.engine.problems).
@@ -48,7 +48,7 @@ class ServiceResult:
 @dataclass(frozen=True, slots=True)
 class ClusterResult:
     """The result: everything `explain`, `evaluate`, the metrics, the status page and
-    `/api/v1` render, computed together by one evaluator step (exporter.live.evaluator),
+    `/api/v1` render, computed together by one evaluator step (exporter.pipeline.evaluator),
     whether the objects came from watches or from a snapshot."""
 
     capacity: ClusterCapacity = field(default_factory=lambda: ClusterCapacity(sufficient=False))

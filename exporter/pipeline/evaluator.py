@@ -5,7 +5,7 @@ cluster capacity and re-evaluates every Service only when capacity or the set of
 nodes actually moved (node heartbeats do not). The what-if forecasts (endpoint margin and
 zones whose loss ends an entry's hints) follow the same rule: one Feasibility memo and one
 set of zone-loss views per published node view, rebuilt only when nodes move, and each
-re-evaluated Service's forecasts computed from them (exporter.live.incremental decides
+re-evaluated Service's forecasts computed from them (exporter.pipeline.incremental decides
 what a step reuses). The collector reads `state`, one reference swapped atomically, so a
 scrape never sees a half-applied update.
 """
@@ -31,10 +31,16 @@ from exporter.engine.context import context_of
 from exporter.engine.evaluate import EntryInputs, evaluate_entry
 from exporter.engine.profile import ASSUMED, Profile
 from exporter.engine.whatif.forecast import EntryForecast, service_forecasts
-from exporter.live.incremental import Moved, NodeView, PreparedInputs, next_view, rejudged_service
-from exporter.live.result import ClusterResult, ServiceResult
-from exporter.live.store import Changes, ClusterStore
-from exporter.live.transitions import TransitionLog
+from exporter.pipeline.incremental import (
+    Moved,
+    NodeView,
+    PreparedInputs,
+    next_view,
+    rejudged_service,
+)
+from exporter.pipeline.transitions import TransitionLog
+from exporter.state.result import ClusterResult, ServiceResult
+from exporter.state.store import Changes, ClusterStore
 from exporter.vocabulary import ControllerEvent, EntryKey, EventKey, ServiceKey
 
 _FLIPPING_STATES = (ExpectedState.ENABLED, ExpectedState.DISABLED)
@@ -60,7 +66,7 @@ class Evaluator:
         one_shot: bool = False,
         forecasts: bool = True,
     ) -> None:
-        """`one_shot`: a command's single step (exporter.live.oneshot): nothing is kept for a
+        """`one_shot`: a command's single step (exporter.run.oneshot): nothing is kept for a
         next step (no prepared inputs, flips or change log). `forecasts`: False when no
         reader of the result shows them (`evaluate`)."""
         self._store = store

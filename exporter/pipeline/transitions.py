@@ -26,7 +26,7 @@ DEFAULT_WINDOW = 60.0
 # one line counts the rest.
 DEFAULT_STEP_LINES = 20
 
-logger = structlog.get_logger("exporter.live.transitions")
+logger = structlog.get_logger("exporter.pipeline.transitions")
 
 
 @dataclass(frozen=True, slots=True)
