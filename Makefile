@@ -7,7 +7,7 @@ EXAMPLE ?= examples/demo-cluster.json
 LISTEN ?= 127.0.0.1:9808
 CHART := deploy/helm/topology-hints-exporter
 
-.PHONY: run explain test lint format generate lock bench clean
+.PHONY: run explain test lint format generate lock bench clean kube-binaries
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,8 +30,14 @@ explain: $(STAMP)
 		[ $$? -le 1 ] || exit 1; \
 	done
 
-test: $(STAMP) lint
+test: $(STAMP) lint kube-binaries
 	$(BIN)/python -m pytest
+
+# The pinned upstream etcd, kube-apiserver, kube-controller-manager and kube-proxy the
+# real-cluster tests run (tools/kube): built once from Go modules, then reused. The last
+# line printed is their folder.
+kube-binaries:
+	@$(PYTHON) tools/kube/build.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
