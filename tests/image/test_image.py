@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -192,9 +193,11 @@ def mounts_under(folder: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+def engine() -> Iterator[Engine]:
     require_tools()
-    engine = Engine(tmp_path_factory.mktemp("containers"))
+    # podman refuses a --runroot over 50 characters, which pytest's base temp folder can
+    # pass (under pytest-xdist: /tmp/pytest-of-USER/pytest-N/popen-gwN/...): a short one.
+    engine = Engine(Path(tempfile.mkdtemp(prefix="thx-img-")))
     try:
         yield engine
     finally:
