@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
 
-from exporter.engine.model import Endpoint, EndpointSlice
+from exporter.engine.model import Endpoint, EndpointSlice, Service
 from exporter.engine.profile import (
     KUBE_PROXY_1_29,
     KUBE_PROXY_1_33,
@@ -43,6 +43,7 @@ from exporter.engine.routing import (
     node_local,
     node_names,
     routing_view,
+    serving_terminating,
     topology_mode_is_auto,
     uniform,
 )
@@ -53,6 +54,7 @@ SAME_ZONE = ZoneRouting(Routing.SAME_ZONE, Cause.HINTED_FOR_ZONE)
 NOT_REQUESTED = ZoneRouting(Routing.CLUSTER, Cause.NOT_REQUESTED)
 NO_ZONE_LABEL = ZoneRouting(Routing.CLUSTER, Cause.NO_ZONE_LABEL)
 NO_READY_ENDPOINTS = ZoneRouting(Routing.CLUSTER, Cause.NO_READY_ENDPOINTS)
+HINTS_GATE_OFF = ZoneRouting(Routing.CLUSTER, Cause.TOPOLOGY_AWARE_HINTS_GATE_OFF)
 
 
 def _no_hint_for(zone: str) -> ZoneRouting:
@@ -82,10 +84,13 @@ def kube_proxy_rule(behaviour: KubeProxyBehaviour) -> Rule:
 
     All node-hinted -> same-node where named (only where node hints are read); all
     zone-hinted -> same-zone; kube-proxy 1.29 also needs a hints annotation that is not off,
-    and 1.32 and older never use zone hints on a node without a zone label.
+    and 1.32 and older never use zone hints on a node without a zone label. With the
+    TopologyAwareHints gate off no hint is used.
     """
 
     def rule(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
+        if not behaviour.uses_hints:
+            return routing_view(nodes, uniform(HINTS_GATE_OFF))
         if behaviour.needs_annotation and not hints_annotation_asks(endpoints.service):
             return routing_view(nodes, uniform(NOT_REQUESTED))
         ready = endpoints.ready
@@ -131,10 +136,13 @@ def cilium(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
     return routing_view(nodes, zone_rule, same_node)
 
 
+def _cilium_1_18_0_asks(service: Service) -> bool:
+    return hints_annotation_asks(service) or service.traffic_distribution == "PreferClose"
+
+
 def cilium_1_18_0(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
     """Unhinted endpoints plus those hinted for the zone; none at all refuses (issue 41022)."""
-    service = endpoints.service
-    if not hints_annotation_asks(service) and service.traffic_distribution != "PreferClose":
+    if not _cilium_1_18_0_asks(endpoints.service):
         return routing_view(nodes, uniform(NOT_REQUESTED))
     ready = endpoints.ready
     unhinted = ready.first_zone_unhinted
@@ -159,6 +167,19 @@ def cilium_1_18_0(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView
 def cilium_1_18_0_s(ready: tuple[Endpoint, ...], zone: str) -> tuple[Endpoint, ...]:
     """Cilium 1.18.0's S for a zone: ready endpoints with no zone hint or hinted for it."""
     return tuple(e for e in ready if not e.zone_hints or zone in e.zone_hints)
+
+
+ZoneSetOf = Callable[[str], Sequence[Endpoint]]
+
+
+def cilium_1_18_0_cluster(endpoints: ServiceEndpoints) -> ZoneSetOf | None:
+    """Section 13: where its rule applies (a zone label, and a Service that asks), a client
+    that Cilium 1.18.0 routes `cluster` still spreads over S: it skips only the backends whose
+    zone hints exclude its zone. None where the rule does not apply (all of R)."""
+    if not _cilium_1_18_0_asks(endpoints.service):
+        return None
+    ready = endpoints.ready.endpoints
+    return lambda zone: cilium_1_18_0_s(ready, zone) if zone else ready
 
 
 def cilium_no_topology(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
@@ -372,6 +393,9 @@ class DataPlaneRule:
     same_zone: ZoneSet = ZoneSet.HINTED
     same_node: NodeSet = NodeSet.HINTED
     mixed: Callable[[ServiceEndpoints, str], tuple[Endpoint, ...]] | None = None
+    # Section 13: for the Services where `cluster` is not all of R, the set a client of a
+    # zone gets (None from the callable: all of R for this Service).
+    cluster: Callable[[ServiceEndpoints], ZoneSetOf | None] | None = None
 
 
 _HINTS_ANNOTATION = (
@@ -399,6 +423,7 @@ DATA_PLANES: Mapping[DataPlane, DataPlaneRule] = MappingProxyType(
             "Cilium 1.18.0 kube-proxy replacement, enable-service-topology on",
             needs=f"{_HINTS_ANNOTATION}, or spec.trafficDistribution: PreferClose",
             mixed=lambda endpoints, zone: cilium_1_18_0_s(endpoints.ready.endpoints, zone),
+            cluster=cilium_1_18_0_cluster,
         ),
         DataPlane.CILIUM_NO_TOPOLOGY: DataPlaneRule(
             cilium_no_topology, "Cilium kube-proxy replacement, enable-service-topology off"
@@ -486,19 +511,36 @@ class Given:
     groupings are made on first use, once, and cost one pass over R.
     """
 
-    __slots__ = ("_by_node", "_by_node_hint", "_by_zone_set", "_endpoints", "_entry", "usable")
+    __slots__ = (
+        "_by_node",
+        "_by_node_hint",
+        "_by_zone_set",
+        "_cluster",
+        "_endpoints",
+        "_entry",
+        "_fallback",
+        "usable",
+    )
 
     @property
     def same_zone(self) -> ZoneSet:
         return self._entry.same_zone
 
+    @property
+    def cluster_narrowed(self) -> bool:
+        """`cluster` gives a client a subset of R that depends on its zone (memo keys)."""
+        return self._cluster is not None
+
     def __init__(self, dataplane: DataPlane, endpoints: ServiceEndpoints) -> None:
         self._entry = DATA_PLANES[dataplane]
         self._endpoints = endpoints
         self.usable = usable_endpoints(dataplane, endpoints)
+        cluster = self._entry.cluster
+        self._cluster = cluster(endpoints) if cluster is not None else None
         self._by_node: dict[str, list[Endpoint]] | None = None
         self._by_node_hint: dict[str, list[Endpoint]] | None = None
         self._by_zone_set: dict[str, list[Endpoint]] | None = None
+        self._fallback: dict[str, list[Endpoint]] | None = None
 
     def endpoints(self, routing: Routing, zone: str, node: str | None) -> Sequence[Endpoint]:
         """What a client on `node` in `zone` spreads its traffic over; empty for none.
@@ -506,11 +548,11 @@ class Given:
         `node` matters only for `same-node` and `local`; without it they give nothing.
         """
         if routing is Routing.CLUSTER:
-            return self.usable
+            return self.usable if self._cluster is None else self._cluster(zone)
         if routing is Routing.SAME_ZONE:
             return self._zone_sets().get(zone, _NO_ENDPOINTS)
         if routing is Routing.LOCAL:
-            return self._on_node().get(node or "", _NO_ENDPOINTS)
+            return self._local(node or "")
         if routing is Routing.SAME_NODE:
             nodes = (
                 self._on_node()
@@ -529,6 +571,24 @@ class Given:
                 if endpoint.node_name:
                     self._by_node.setdefault(endpoint.node_name, []).append(endpoint)
         return self._by_node
+
+    def _local(self, node: str) -> Sequence[Endpoint]:
+        """internalTrafficPolicy Local: the node's own usable endpoints, else (where the data
+        plane falls back) its serving terminating ones, as section 10 picks them."""
+        own = self._on_node().get(node)
+        if own:
+            return own
+        if not self._entry.local_terminating_fallback:
+            return _NO_ENDPOINTS
+        return self._serving_terminating().get(node, _NO_ENDPOINTS)
+
+    def _serving_terminating(self) -> dict[str, list[Endpoint]]:
+        if self._fallback is None:
+            self._fallback = {}
+            for endpoint in self._endpoints.unique:
+                if endpoint.node_name and serving_terminating(endpoint):
+                    self._fallback.setdefault(endpoint.node_name, []).append(endpoint)
+        return self._fallback
 
     def _node_hinted(self) -> dict[str, list[Endpoint]]:
         if self._by_node_hint is None:
