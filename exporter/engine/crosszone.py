@@ -2,7 +2,7 @@
 
 Clients are the Ready nodes with a zone label and positive allocatable CPU, weighted by that
 CPU (the controller's own assumption: traffic follows CPU). Each spreads its traffic evenly
-over the endpoints its routing gives it (`dataplanes.Given`); its share is the fraction of
+over the endpoints its routing gives it (`clientsets.Given`); its share is the fraction of
 those endpoints outside its zone. `floor` is what no routing avoids: 0 for a client whose
 zone has an endpoint of R or of the client's own set (a terminating fallback endpoint under
 internalTrafficPolicy Local is not in R), else 1; so `floor <= effective` client by client.
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from types import MappingProxyType
 
-from exporter.engine.dataplanes import Given
+from exporter.engine.clientsets import Given
 from exporter.engine.model import Endpoint, Node
 from exporter.engine.routing import DataPlane, Routing, RoutingView, ServiceEndpoints
 

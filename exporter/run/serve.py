@@ -22,8 +22,7 @@ from prometheus_client.registry import Collector
 
 from exporter import __version__
 from exporter.engine import DEFAULT_DATAPLANES, DataPlane
-from exporter.engine.profile import Profile, ProfileError, ProfileFlags
-from exporter.engine.versions import ServerVersion
+from exporter.engine.profile import ProfileFlags
 from exporter.engine.whatif.zoneloss import MAX_ZONE_LOSS_ZONES
 from exporter.http.auth import BasicAuth
 from exporter.http.routes import default_routes, make_app
@@ -41,14 +40,14 @@ from exporter.metrics.exposition import ExpositionRenderer
 from exporter.metrics.families import SAME_ON_EVERY_SHARD
 from exporter.metrics.instruments import RESOURCES, ExporterMetrics, StatusCollector
 from exporter.pipeline.evaluator import Evaluator
+from exporter.run.profile import ProfileReader, flags_profile
 from exporter.runtime import release_free_memory
-from exporter.sources.cluster import ENDPOINT_SLICES, EVENTS, NODES, SERVICES, StoreSink, sinks
+from exporter.sources.cluster import ENDPOINT_SLICES, EVENTS, NODES, SERVICES, sinks
 from exporter.sources.dataplanes import FLAG, detect_dataplanes
 from exporter.sources.informer import Informer, InformerSettings
 from exporter.sources.kubeapi import ConfigError, KubeTransport, api_client
 from exporter.sources.snapshot import load_snapshot
 from exporter.sources.snapshot_input import DEFAULT_MAX_INPUT_BYTES
-from exporter.sources.version import read_server_version
 from exporter.state.store import ClusterStore
 from exporter.vocabulary import EventTypeLabel, Resource, RestartCause
 from exporter.web.app import StatusPages
@@ -148,7 +147,7 @@ class Exporter:
         if options.snapshot is None:
             self._transport = KubeTransport(api_client(options.kubeconfig, options.context))
         self.store = ClusterStore(accepts_service=service_filter(options))
-        dataplanes, source, self._kube_proxy_minor = _dataplanes(options, self._transport)
+        dataplanes, source, kube_proxy_minor = _dataplanes(options, self._transport)
         # _created series double every counter's cardinality and no alert or dashboard uses
         # them (kube-state-metrics does not expose them either).
         disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -171,11 +170,15 @@ class Exporter:
             # The flags alone; a live exporter adds the API server's /version at start and
             # at each list, and checks the gate settings against it then (not before: the
             # version they are checked against is the server's).
-            profile=self._profile(
-                None,
+            profile=flags_profile(
+                options.profile_flags,
+                kube_proxy_minor,
                 lenient=self._transport is not None
                 and options.profile_flags.kubernetes_minor is None,
             ),
+        )
+        self._profiles = ProfileReader(
+            options.profile_flags, kube_proxy_minor, self.evaluator, options.informer.timeouts
         )
         for note in self.evaluator.profile.notes():
             logger.warning(note)
@@ -255,70 +258,6 @@ class Exporter:
             expensive=metrics.expensive,
             auth=BasicAuth(web.basic_auth_users) if web.basic_auth_users else None,
         )
-
-    # -- the Kubernetes profile (behaviour §12) ---------------------------------------------------
-
-    def _profile(self, server: ServerVersion | None, *, lenient: bool) -> Profile:
-        try:
-            return self.options.profile_flags.profile(
-                server, self._kube_proxy_minor, lenient=lenient
-            )
-        except ProfileError as error:
-            # One line and exit 2, as a bad flag gives (serve.run's caller says so).
-            raise ConfigError(str(error)) from None
-
-    def _read_profile(self, transport: KubeTransport, *, lenient: bool) -> None:
-        """The profile with the API server's /version; the flags' version wins over it."""
-        server = None
-        if self.options.profile_flags.kubernetes_minor is None:
-            server, problem = read_server_version(transport, self.options.informer.timeouts)
-            if problem:
-                logger.warning(
-                    "evaluating with the newest semantics; pass --kubernetes-version",
-                    problem=problem,
-                )
-                # The version is a guess: a gate setting is not refused against it.
-                lenient = True
-        # At start a gate the server's version refuses is refused, as a flag's would be; at
-        # a relist (the cluster was upgraded under a running exporter) the setting the new
-        # version refuses is dropped (a locked gate keeps its locked value).
-        try:
-            profile = self._profile(server, lenient=False)
-        except ConfigError as error:
-            if not lenient:
-                raise
-            profile = self._profile(server, lenient=True)
-            if profile != self.evaluator.profile:
-                logger.warning("a --feature-gates value is ignored", problem=str(error))
-        if profile != self.evaluator.profile:
-            for note in profile.notes():
-                logger.warning(note)
-            logger.info(
-                "kubernetes profile",
-                kubernetes_version=profile.control_plane.version,
-                binary_version=profile.control_plane.binary_version,
-                source=str(profile.control_plane.source),
-                kube_proxy_version=profile.kube_proxy.version,
-                kube_proxy_source=str(profile.kube_proxy.source),
-            )
-        self.evaluator.set_profile(profile)
-
-    def _relisting_nodes(self, sink: StoreSink[Any], transport: KubeTransport) -> StoreSink[Any]:
-        """The Nodes sink, reading /version again before each complete list is applied but
-        the first (read just before the informers started)."""
-        first = [True]
-
-        def replace(nodes: list[Any]) -> None:
-            if not first[0]:
-                try:
-                    self._read_profile(transport, lenient=True)
-                except Exception:
-                    # The profile keeps its last value; the nodes must still be applied.
-                    logger.exception("reading the Kubernetes version failed")
-            first[0] = False
-            sink.replace(nodes)
-
-        return StoreSink(replace, sink.upsert, sink.delete)
 
     def _web_config(self) -> WebConfig:
         """TLS and auth settings; an unusable one raises WebConfigError (one line)."""
@@ -451,7 +390,7 @@ class Exporter:
     def _start_informers(self, transport: KubeTransport) -> None:
         """/version, then the informers: in its own thread, off the probes' path."""
         try:
-            self._read_profile(transport, lenient=False)
+            self._profiles.read(transport, lenient=False)
         except ConfigError as error:
             self._fatal = error
             self.request_stop()
@@ -465,7 +404,7 @@ class Exporter:
 
     def _spawn_informers(self, transport: KubeTransport) -> None:
         resource_sinks = sinks(self.store)
-        resource_sinks[NODES.resource] = self._relisting_nodes(
+        resource_sinks[NODES.resource] = self._profiles.relisting(
             resource_sinks[NODES.resource], transport
         )
         for spec in (NODES, SERVICES, ENDPOINT_SLICES, EVENTS):

@@ -62,10 +62,11 @@ def test_an_emulating_api_server_is_evaluated_at_the_emulated_version(
     explained = run("explain", "--kubeconfig", str(kubeconfig))
     assert explained.returncode == 1, explained.stderr
     cluster = explained.stdout.split("\n\n", 1)[0]
-    assert (
-        "Kubernetes:        1.33, emulated by a 1.36 API server (the API server's /version): "
-        "PreferSameTrafficDistribution off"
-    ) in cluster
+    assert cluster.splitlines()[:3] == [
+        "Cluster",
+        "  Kubernetes:        1.33, emulated by a 1.36 API server (the API server's /version):",
+        "                       PreferSameTrafficDistribution off",
+    ]
     # The 1.36 binary does not know the gate 1.36 removed, emulation or not.
     refused = run(
         "evaluate",
