@@ -149,3 +149,24 @@ def test_1_37_and_newer() -> None:
     assert newer.returncode == 0
     assert "Kubernetes 1.38 is newer than 1.37: evaluated as 1.37" in newer.stderr
     assert json.loads(newer.stdout)["kubernetes"]["version"] == "1.38"
+
+
+PREFER_CLOSE = str(CONFORMANCE_DIR / "upstream-trafficdist-prefer-close-zone-hints.snapshot.json")
+
+
+def test_evaluate_reports_each_supported_versions_gates() -> None:
+    """Every minor of 1.29-1.37 through the real CLI: exactly its gates (section 12's table,
+    tests/engine/test_profile.py), and PreferClose accepted from 1.31."""
+    from tests.engine.test_profile import TABLE  # noqa: PLC0415 - the one hand-written table
+
+    for minor, gates in TABLE.items():
+        completed = run(
+            "evaluate", "--snapshot", PREFER_CLOSE, "--kubernetes-version", f"1.{minor}"
+        )
+        assert completed.returncode == 0, completed.stderr
+        document = json.loads(completed.stdout)
+        expected = {str(gate): default for gate, (default, _) in gates.items()}
+        assert document["kubernetes"]["feature_gates"] == expected, minor
+        assert document["kubernetes"]["kube_proxy"]["feature_gates"] == expected, minor
+        mechanisms = {entry["mechanism"] for entry in document["services"]}
+        assert mechanisms == {"traffic-distribution" if minor >= 31 else "none"}, minor
