@@ -381,8 +381,10 @@ class Exporter:
 
     def _spawn(self, name: str, target: Callable[[], None]) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
-        self._threads.append(thread)
+        # Started before it is listed: the probes run meanwhile (informers are spawned after
+        # /version is read), and a listed thread that is not alive is a liveness failure.
         thread.start()
+        self._threads.append(thread)
 
     def _load_snapshot(self, source: str) -> None:
         load_snapshot(source, self.options.max_input_bytes).write_to(self.store)
