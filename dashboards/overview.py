@@ -120,20 +120,26 @@ def _cluster_row(dash: dashboard_builders.Dashboard, c: MonitoringConfig) -> Non
     dash.with_panel(
         grid(
             "Kubernetes version",
-            "The control plane's version the rules are evaluated under and where it came from "
-            "(flag, api: the API server's /version, or assumed: the newest semantics). Empty "
-            "when assumed: pass --kubernetes-version.",
+            "The control plane's version the rules are evaluated under (an emulating API "
+            "server's emulated version, its binary's beside it) and where it came from (flag, "
+            "api: the API server's /version, or assumed: the newest semantics). Empty when "
+            "assumed: pass --kubernetes-version.",
             "none",
-            Query(f"max by (kubernetes_version, source) ({sel(c, f.CLUSTER_INFO.name)})"),
+            Query(
+                "max by (kubernetes_version, binary_version, source) "
+                f"({sel(c, f.CLUSTER_INFO.name)})"
+            ),
         )
     )
     dash.with_panel(
         grid(
             "Feature gates",
-            "ServiceTrafficDistribution and PreferSameTrafficDistribution as the rules take "
-            "them, for the controller and for kube-proxy (which may lag the control plane).",
+            "The topology gates each component's version has (TopologyAwareHints, "
+            "ServiceTrafficDistribution, PreferSameTrafficDistribution) and their stage, as the "
+            "rules take them, for the controller and for kube-proxy (which may lag the control "
+            "plane).",
             "none",
-            Query(f"max by (component, name) ({sel(c, f.FEATURE_GATE_ENABLED.name)})"),
+            Query(f"max by (component, name, stage) ({sel(c, f.FEATURE_GATE_ENABLED.name)})"),
             value_column="enabled",
         )
     )

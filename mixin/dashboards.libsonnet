@@ -401,7 +401,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "The control plane's version the rules are evaluated under and where it came from (flag, api: the API server's /version, or assumed: the newest semantics). Empty when assumed: pass --kubernetes-version.",
+          "description": "The control plane's version the rules are evaluated under (an emulating API server's emulated version, its binary's beside it) and where it came from (flag, api: the API server's /version, or assumed: the newest semantics). Empty when assumed: pass --kubernetes-version.",
           "fieldConfig": {
             "defaults": {
               "noValue": "none",
@@ -423,7 +423,7 @@
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "max by (kubernetes_version, source) (topology_hints_cluster_info{" + $._config.topologyHintsExporterSelector + ", " + $._config.clusterLabel + "=\"$cluster\"})",
+              "expr": "max by (kubernetes_version, binary_version, source) (topology_hints_cluster_info{" + $._config.topologyHintsExporterSelector + ", " + $._config.clusterLabel + "=\"$cluster\"})",
               "format": "table",
               "instant": true,
               "legendFormat": "__auto",
@@ -451,7 +451,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "ServiceTrafficDistribution and PreferSameTrafficDistribution as the rules take them, for the controller and for kube-proxy (which may lag the control plane).",
+          "description": "The topology gates each component's version has (TopologyAwareHints, ServiceTrafficDistribution, PreferSameTrafficDistribution) and their stage, as the rules take them, for the controller and for kube-proxy (which may lag the control plane).",
           "fieldConfig": {
             "defaults": {
               "noValue": "none",
@@ -473,7 +473,7 @@
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "max by (component, name) (topology_hints_feature_gate_enabled{" + $._config.topologyHintsExporterSelector + ", " + $._config.clusterLabel + "=\"$cluster\"})",
+              "expr": "max by (component, name, stage) (topology_hints_feature_gate_enabled{" + $._config.topologyHintsExporterSelector + ", " + $._config.clusterLabel + "=\"$cluster\"})",
               "format": "table",
               "instant": true,
               "legendFormat": "__auto",

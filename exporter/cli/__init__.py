@@ -206,7 +206,7 @@ def _read_input(args: argparse.Namespace) -> tuple[Snapshot, dict[str, str], str
             f"{listed.version_problem}: evaluating with the newest semantics "
             "(pass --kubernetes-version)"
         )
-    return listed.snapshot, missing, "the cluster", profile_of(flags, listed.server_minor)
+    return listed.snapshot, missing, "the cluster", profile_of(flags, listed.server_version)
 
 
 def _missing_kinds(snapshot: Snapshot) -> list[str]:

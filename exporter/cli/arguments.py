@@ -7,15 +7,14 @@ import argparse
 from collections.abc import Sequence
 
 from exporter.engine import DEFAULT_DATAPLANES, DataPlane
+from exporter.engine.gates import GATES, Gate, parse_gates
 from exporter.engine.problems import PROBLEM_ORDER, ProblemId
 from exporter.engine.profile import (
-    Gate,
     Profile,
     ProfileError,
     ProfileFlags,
-    parse_gates,
-    parse_minor,
 )
+from exporter.engine.versions import NEWEST_MINOR, OLDEST_MINOR, ServerVersion, parse_version
 from exporter.report.overview import (
     ALL_PROBLEMS,
 )
@@ -131,6 +130,12 @@ def add_dataplane_argument(parser: argparse.ArgumentParser | argparse._ArgumentG
     )
 
 
+def _gate_help(gate: Gate) -> str:
+    spec = GATES[gate]
+    last = f"-1.{spec.removed_in - 1}" if spec.removed_in is not None else "+"
+    return f"{gate} (1.{spec.added_in}{last})"
+
+
 def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
     """behaviour §12: the Kubernetes versions and gates to evaluate under."""
     profile = parser.add_argument_group(
@@ -140,7 +145,8 @@ def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
     profile.add_argument(
         "--kubernetes-version",
         metavar="1.MINOR",
-        help="the control plane's version, e.g. 1.33 (older than 1.29 is evaluated as 1.29)",
+        help="the control plane's version, emulated or not, e.g. 1.33 (supported: "
+        f"1.{OLDEST_MINOR}-1.{NEWEST_MINOR}; others are evaluated at the nearer end)",
     )
     profile.add_argument(
         "--kube-proxy-version",
@@ -152,35 +158,47 @@ def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
         "--feature-gates",
         action="append",
         metavar="NAME=BOOL[,...]",
-        help="override both components' gate defaults, as their own flag does: "
-        + ", ".join(f"{gate}=true|false" for gate in Gate),
+        help="override the gate defaults of each component whose version has the gate, as "
+        "their own flag does: " + ", ".join(_gate_help(gate) for gate in Gate),
     )
 
 
-def parse_profile_flags(args: argparse.Namespace) -> ProfileFlags:
-    """The profile flags, checked as far as they go alone; CommandError on a bad one."""
+def parse_profile_flags(
+    args: argparse.Namespace, *, kube_proxy_detected: bool = False
+) -> ProfileFlags:
+    """The profile flags, checked as far as they go alone; CommandError on a bad one.
+
+    An empty version is refused, not taken for "none given". `kube_proxy_detected`: serve
+    may learn kube-proxy's version from its DaemonSet (then the gates are checked at start).
+    """
     try:
         flags = ProfileFlags(
             kubernetes_minor=(
-                parse_minor(args.kubernetes_version) if args.kubernetes_version else None
+                parse_version(args.kubernetes_version)
+                if args.kubernetes_version is not None
+                else None
             ),
             kube_proxy_minor=(
-                parse_minor(args.kube_proxy_version, "--kube-proxy-version")
-                if args.kube_proxy_version
+                parse_version(args.kube_proxy_version, "--kube-proxy-version")
+                if args.kube_proxy_version is not None
                 else None
             ),
             gates=parse_gates(",".join(args.feature_gates or ())),
         )
-        # A gate locked by the flags' own versions is refused now, before reading anything.
-        flags.profile()
+        # With the control plane's version given, a setting its components refuse is
+        # refused now, before reading anything; otherwise once the version is known.
+        if flags.kubernetes_minor is not None and (
+            flags.kube_proxy_minor is not None or not kube_proxy_detected
+        ):
+            flags.profile()
     except ProfileError as error:
         raise CommandError(str(error)) from None
     return flags
 
 
-def profile_of(flags: ProfileFlags, server_minor: int | None) -> Profile:
+def profile_of(flags: ProfileFlags, server: ServerVersion | None) -> Profile:
     try:
-        return flags.profile(server_minor)
+        return flags.profile(server)
     except ProfileError as error:
         raise CommandError(str(error)) from None
 

@@ -170,7 +170,11 @@ def serve_options(args: argparse.Namespace) -> ServeOptions:
         raise CommandError(str(error)) from None
     if not 0 <= shard < args.total_shards:
         raise CommandError(f"shard {shard} is outside 0..{args.total_shards - 1}")
-    profile_flags = parse_profile_flags(args)
+    profile_flags = parse_profile_flags(
+        args,
+        kube_proxy_detected=AUTO_DATAPLANE in _dataplane_ids(args.dataplane)
+        and args.snapshot is None,
+    )
     price = _price(args.cross_zone_price_per_gib)
     return ServeOptions(
         listen_address=args.listen_address,

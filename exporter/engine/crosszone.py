@@ -2,9 +2,10 @@
 
 Clients are the Ready nodes with a zone label and positive allocatable CPU, weighted by that
 CPU (the controller's own assumption: traffic follows CPU). Each spreads its traffic evenly
-over the endpoints its routing gives it (`dataplanes.Given`); its share is the fraction of
-those endpoints outside its zone. `floor` is what no routing avoids: 1 for a client whose
-zone has no endpoint of R, else 0.
+over the endpoints its routing gives it (`clientsets.Given`); its share is the fraction of
+those endpoints outside its zone. `floor` is what no routing avoids: 0 for a client whose
+zone has an endpoint of R or of the client's own set (a terminating fallback endpoint under
+internalTrafficPolicy Local is not in R), else 1; so `floor <= effective` client by client.
 
 Nodes of a zone share their zone's routing and so one endpoint set, so a view is computed
 per zone plus its node exceptions (node hints, nodeName, internalTrafficPolicy Local):
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from types import MappingProxyType
 
-from exporter.engine.dataplanes import Given
+from exporter.engine.clientsets import Given
 from exporter.engine.model import Endpoint, Node
 from exporter.engine.routing import DataPlane, Routing, RoutingView, ServiceEndpoints
 
@@ -117,9 +118,11 @@ def cross_zone(view: RoutingView, given: Given, clients: Clients) -> CrossZone |
     zones: dict[str, Share] = {}
     weights: dict[str, float] = {}
     for zone in clients.by_zone:
-        effective, weight = _zone_share(view, given, clients, zone, exceptions.get(zone, []))
+        effective, floor, weight = _zone_share(
+            view, given, clients, zone, exceptions.get(zone, []), located=zone in located
+        )
         if weight > 0:
-            zones[zone] = Share(effective, 0.0 if zone in located else 1.0)
+            zones[zone] = Share(effective, floor)
             weights[zone] = weight
     if not zones:
         return None
@@ -136,48 +139,75 @@ def _combined(zones: Mapping[str, Share], weights: Mapping[str, float]) -> Cross
     return CrossZone(overall, zones)
 
 
+def _floor(share: float, *, located: bool) -> float:
+    """A client's floor: 0 where its zone has an endpoint of R (`located`) or of its own set
+    (then its share is below 1), else 1. Never above its share."""
+    return 0.0 if located or share < 1.0 else 1.0
+
+
+_NO_SHARE = (0.0, 0.0, 0.0)
+
+
+class _Sums:
+    """Weighted sums of some clients' shares and floors, term by term (so floor <= share)."""
+
+    __slots__ = ("floored", "located", "weight", "weighted")
+
+    def __init__(self, *, located: bool) -> None:
+        self.located = located
+        self.weighted = self.floored = self.weight = 0.0
+
+    def add(self, node_weight: float, share: float | None) -> None:
+        if share is not None:
+            self.weighted += node_weight * share
+            self.floored += node_weight * _floor(share, located=self.located)
+            self.weight += node_weight
+
+    def figures(self) -> tuple[float, float, float]:
+        if self.weight <= 0:
+            return _NO_SHARE
+        return min(1.0, self.weighted / self.weight), self.floored / self.weight, self.weight
+
+
 def _zone_share(
     view: RoutingView,
     given: Given,
     clients: Clients,
     zone: str,
     excepted: list[tuple[str, Routing]],
-) -> tuple[float, float]:
-    """(effective share, weight) of the zone's clients that have a share; weight 0: none.
+    *,
+    located: bool,
+) -> tuple[float, float, float]:
+    """(effective share, floor, weight) of the zone's clients that have a share; weight 0:
+    none. `located`: an endpoint of R runs in the zone.
 
     Where every client of the zone follows the zone's routing, the share is that set's,
     exactly (not re-derived through the weights): re-weighing keeps it bit for bit.
     """
     zone_routing = view.by_zone.get(zone)
     if zone_routing is None:
-        return 0.0, 0.0
+        return _NO_SHARE
     shared = zone_routing.routing
     if not excepted and shared not in _PER_NODE:
         share = _crossing(given.endpoints(shared, zone, None), zone)
-        return (0.0, 0.0) if share is None else (share, clients.zone_weight[zone])
-    weighted = weight = 0.0
+        if share is None:
+            return _NO_SHARE
+        return share, _floor(share, located=located), clients.zone_weight[zone]
+    sums = _Sums(located=located)
     rest = clients.zone_weight[zone]
-
-    def add(node_weight: float, endpoints: Sequence[Endpoint]) -> None:
-        nonlocal weighted, weight
-        share = _crossing(endpoints, zone)
-        if share is not None:
-            weighted += node_weight * share
-            weight += node_weight
-
     for node, routing in excepted:
         rest -= clients.weight[node]
-        add(clients.weight[node], given.endpoints(routing, zone, node))
+        sums.add(clients.weight[node], _crossing(given.endpoints(routing, zone, node), zone))
     if shared in _PER_NODE:
         # Bounded by the endpoints: a zone-wide node routing means each node has its own.
         skip = {node for node, _ in excepted}
         for node in clients.by_zone[zone]:
             if node not in skip:
-                add(clients.weight[node], given.endpoints(shared, zone, node))
+                sums.add(clients.weight[node], _crossing(given.endpoints(shared, zone, node), zone))
     elif len(excepted) < len(clients.by_zone[zone]):
         # Some client follows the zone's routing (weights are positive: rest > 0).
-        add(rest, given.endpoints(shared, zone, None))
-    return (min(1.0, weighted / weight), weight) if weight > 0 else (0.0, 0.0)
+        sums.add(rest, _crossing(given.endpoints(shared, zone, None), zone))
+    return sums.figures()
 
 
 # A memo holds at most this many shapes; past it, it starts again (churn, not real shapes).
@@ -275,7 +305,13 @@ class CrossZones:
         routings = tuple(zone_routing.routing for zone_routing in view.by_zone.values())
         if view.by_node or not _ZONE_WIDE.issuperset(routings):
             return cross_zone(view, given, self._clients)
-        key = (given.same_zone, tuple(view.by_zone), routings, _profile(given.usable))
+        key = (
+            given.same_zone,
+            given.cluster_narrowed,
+            tuple(view.by_zone),
+            routings,
+            _profile(given.usable),
+        )
         try:
             return self._memo[key]
         except KeyError:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
 
-from exporter.engine.model import Endpoint, EndpointSlice
+from exporter.engine.model import Endpoint, EndpointSlice, Service
 from exporter.engine.profile import (
     KUBE_PROXY_1_29,
     KUBE_PROXY_1_33,
@@ -53,6 +53,7 @@ SAME_ZONE = ZoneRouting(Routing.SAME_ZONE, Cause.HINTED_FOR_ZONE)
 NOT_REQUESTED = ZoneRouting(Routing.CLUSTER, Cause.NOT_REQUESTED)
 NO_ZONE_LABEL = ZoneRouting(Routing.CLUSTER, Cause.NO_ZONE_LABEL)
 NO_READY_ENDPOINTS = ZoneRouting(Routing.CLUSTER, Cause.NO_READY_ENDPOINTS)
+HINTS_GATE_OFF = ZoneRouting(Routing.CLUSTER, Cause.TOPOLOGY_AWARE_HINTS_GATE_OFF)
 
 
 def _no_hint_for(zone: str) -> ZoneRouting:
@@ -82,10 +83,13 @@ def kube_proxy_rule(behaviour: KubeProxyBehaviour) -> Rule:
 
     All node-hinted -> same-node where named (only where node hints are read); all
     zone-hinted -> same-zone; kube-proxy 1.29 also needs a hints annotation that is not off,
-    and 1.32 and older never use zone hints on a node without a zone label.
+    and 1.32 and older never use zone hints on a node without a zone label. With the
+    TopologyAwareHints gate off no hint is used.
     """
 
     def rule(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
+        if not behaviour.uses_hints:
+            return routing_view(nodes, uniform(HINTS_GATE_OFF))
         if behaviour.needs_annotation and not hints_annotation_asks(endpoints.service):
             return routing_view(nodes, uniform(NOT_REQUESTED))
         ready = endpoints.ready
@@ -131,10 +135,13 @@ def cilium(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
     return routing_view(nodes, zone_rule, same_node)
 
 
+def _cilium_1_18_0_asks(service: Service) -> bool:
+    return hints_annotation_asks(service) or service.traffic_distribution == "PreferClose"
+
+
 def cilium_1_18_0(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
     """Unhinted endpoints plus those hinted for the zone; none at all refuses (issue 41022)."""
-    service = endpoints.service
-    if not hints_annotation_asks(service) and service.traffic_distribution != "PreferClose":
+    if not _cilium_1_18_0_asks(endpoints.service):
         return routing_view(nodes, uniform(NOT_REQUESTED))
     ready = endpoints.ready
     unhinted = ready.first_zone_unhinted
@@ -159,6 +166,19 @@ def cilium_1_18_0(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView
 def cilium_1_18_0_s(ready: tuple[Endpoint, ...], zone: str) -> tuple[Endpoint, ...]:
     """Cilium 1.18.0's S for a zone: ready endpoints with no zone hint or hinted for it."""
     return tuple(e for e in ready if not e.zone_hints or zone in e.zone_hints)
+
+
+ZoneSetOf = Callable[[str], Sequence[Endpoint]]
+
+
+def cilium_1_18_0_cluster(endpoints: ServiceEndpoints) -> ZoneSetOf | None:
+    """Section 13: where its rule applies (a zone label, and a Service that asks), a client
+    that Cilium 1.18.0 routes `cluster` still spreads over S: it skips only the backends whose
+    zone hints exclude its zone. None where the rule does not apply (all of R)."""
+    if not _cilium_1_18_0_asks(endpoints.service):
+        return None
+    ready = endpoints.ready.endpoints
+    return lambda zone: cilium_1_18_0_s(ready, zone) if zone else ready
 
 
 def cilium_no_topology(endpoints: ServiceEndpoints, nodes: ReadyNodes) -> RoutingView:
@@ -372,6 +392,9 @@ class DataPlaneRule:
     same_zone: ZoneSet = ZoneSet.HINTED
     same_node: NodeSet = NodeSet.HINTED
     mixed: Callable[[ServiceEndpoints, str], tuple[Endpoint, ...]] | None = None
+    # Section 13: for the Services where `cluster` is not all of R, the set a client of a
+    # zone gets (None from the callable: all of R for this Service).
+    cluster: Callable[[ServiceEndpoints], ZoneSetOf | None] | None = None
 
 
 _HINTS_ANNOTATION = (
@@ -399,6 +422,7 @@ DATA_PLANES: Mapping[DataPlane, DataPlaneRule] = MappingProxyType(
             "Cilium 1.18.0 kube-proxy replacement, enable-service-topology on",
             needs=f"{_HINTS_ANNOTATION}, or spec.trafficDistribution: PreferClose",
             mixed=lambda endpoints, zone: cilium_1_18_0_s(endpoints.ready.endpoints, zone),
+            cluster=cilium_1_18_0_cluster,
         ),
         DataPlane.CILIUM_NO_TOPOLOGY: DataPlaneRule(
             cilium_no_topology, "Cilium kube-proxy replacement, enable-service-topology off"
@@ -473,78 +497,3 @@ def usable_endpoints(dataplane: DataPlane, endpoints: ServiceEndpoints) -> tuple
     """Section 10's R for `dataplane`: the ready endpoints unless the rule says otherwise."""
     entry = DATA_PLANES[dataplane]
     return entry.usable(endpoints) if entry.usable is not None else endpoints.ready.endpoints
-
-
-_NO_ENDPOINTS: tuple[Endpoint, ...] = ()
-
-
-class Given:
-    """behaviour §13: the endpoints a client gets under each routing of one data plane.
-
-    Built per (data plane, Service entry) from the rule's own declarations (`same_zone`,
-    `same_node`, `mixed`), so a rule is stated in one place. The per-node and per-zone
-    groupings are made on first use, once, and cost one pass over R.
-    """
-
-    __slots__ = ("_by_node", "_by_node_hint", "_by_zone_set", "_endpoints", "_entry", "usable")
-
-    @property
-    def same_zone(self) -> ZoneSet:
-        return self._entry.same_zone
-
-    def __init__(self, dataplane: DataPlane, endpoints: ServiceEndpoints) -> None:
-        self._entry = DATA_PLANES[dataplane]
-        self._endpoints = endpoints
-        self.usable = usable_endpoints(dataplane, endpoints)
-        self._by_node: dict[str, list[Endpoint]] | None = None
-        self._by_node_hint: dict[str, list[Endpoint]] | None = None
-        self._by_zone_set: dict[str, list[Endpoint]] | None = None
-
-    def endpoints(self, routing: Routing, zone: str, node: str | None) -> Sequence[Endpoint]:
-        """What a client on `node` in `zone` spreads its traffic over; empty for none.
-
-        `node` matters only for `same-node` and `local`; without it they give nothing.
-        """
-        if routing is Routing.CLUSTER:
-            return self.usable
-        if routing is Routing.SAME_ZONE:
-            return self._zone_sets().get(zone, _NO_ENDPOINTS)
-        if routing is Routing.LOCAL:
-            return self._on_node().get(node or "", _NO_ENDPOINTS)
-        if routing is Routing.SAME_NODE:
-            nodes = (
-                self._on_node()
-                if self._entry.same_node is NodeSet.ON_NODE
-                else (self._node_hinted())
-            )
-            return nodes.get(node or "", _NO_ENDPOINTS)
-        if routing is Routing.MIXED and self._entry.mixed is not None:
-            return self._entry.mixed(self._endpoints, zone)
-        return _NO_ENDPOINTS
-
-    def _on_node(self) -> dict[str, list[Endpoint]]:
-        if self._by_node is None:
-            self._by_node = {}
-            for endpoint in self.usable:
-                if endpoint.node_name:
-                    self._by_node.setdefault(endpoint.node_name, []).append(endpoint)
-        return self._by_node
-
-    def _node_hinted(self) -> dict[str, list[Endpoint]]:
-        if self._by_node_hint is None:
-            self._by_node_hint = {}
-            for endpoint in self.usable:
-                for node in set(endpoint.node_hints):
-                    self._by_node_hint.setdefault(node, []).append(endpoint)
-        return self._by_node_hint
-
-    def _zone_sets(self) -> dict[str, list[Endpoint]]:
-        if self._by_zone_set is None:
-            self._by_zone_set = {}
-            located = self._entry.same_zone is ZoneSet.LOCATED
-            for endpoint in self.usable:
-                zones = (endpoint.zone,) if located else set(endpoint.zone_hints)
-                for zone in zones:
-                    if zone:
-                        self._by_zone_set.setdefault(zone, []).append(endpoint)
-        return self._by_zone_set

@@ -26,7 +26,9 @@ _REPLACES_KUBE_PROXY = frozenset({"true", "strict"})
 # ones behave as `kube-proxy-1.29`.
 _MODERN_KUBE_PROXY = (1, 30)
 _CILIUM_FAILS_CLOSED = (1, 18, 0)
-_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
+# ASCII digits, a few of them: a tag of other scripts' digits or of thousands of digits is
+# not a version (int() refuses more than 4,300 digits).
+_VERSION = re.compile(r"^v?([0-9]{1,6})\.([0-9]{1,6})(?:\.([0-9]{1,6}))?", re.ASCII)
 
 
 @dataclass(frozen=True, slots=True)

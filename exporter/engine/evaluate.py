@@ -234,7 +234,7 @@ def entry_inputs(  # noqa: C901, PLR0912 - one fused pass over the endpoints, on
         zone_endpoints=MappingProxyType(dict(sorted(zone_endpoints.items()))),
         config_issues=config_issues(service, profile),
         carries_hints=carries_hints,
-        notices=notices_of(service.traffic_distribution, profile),
+        notices=notices_of(service, auto=mechanism is Mechanism.AUTO, profile=profile),
         empty_zone_hints=(
             mechanism is Mechanism.TRAFFIC_DISTRIBUTION
             and service.traffic_distribution == "PreferClose"

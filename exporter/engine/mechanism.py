@@ -21,6 +21,9 @@ class ConfigIssue(StrEnum):
     UNKNOWN_TRAFFIC_DISTRIBUTION = "unknown-traffic-distribution"
     # behaviour §12: a known value the control plane's version or gates do not accept.
     TRAFFIC_DISTRIBUTION_UNSUPPORTED = "traffic-distribution-unsupported"
+    # behaviour §12: an `auto` annotation where the controller's TopologyAwareHints gate is
+    # off (1.29-1.32 only): no topology cache, so no hints and no event.
+    TOPOLOGY_AWARE_HINTS_GATE_OFF = "topology-aware-hints-gate-off"
     LOCAL_TRAFFIC_POLICY_WITH_HINTS = "local-traffic-policy-with-hints"
 
     @property
@@ -49,6 +52,12 @@ _FIXES = {
         "PreferSameZone and PreferSameNode need Kubernetes 1.34 or newer (or the "
         "PreferSameTrafficDistribution gate on 1.33); PreferClose works from 1.31 (or with the "
         "ServiceTrafficDistribution gate on 1.30)"
+    ),
+    ConfigIssue.TOPOLOGY_AWARE_HINTS_GATE_OFF: (
+        "the control plane runs with the TopologyAwareHints gate off, so the controller keeps "
+        "no topology cache and writes no hints for the annotation: turn the gate back on for "
+        "kube-controller-manager (and kube-proxy, which otherwise uses no hints either), or "
+        "use spec.trafficDistribution: PreferClose"
     ),
     ConfigIssue.LOCAL_TRAFFIC_POLICY_WITH_HINTS: (
         "internalTrafficPolicy: Local keeps in-cluster traffic on the node, so hints do not "
@@ -86,7 +95,8 @@ def annotation_on(service: Service) -> bool:
 
 def mechanism_of(service: Service, profile: Profile = ASSUMED) -> Mechanism:
     if annotation_on(service):
-        return Mechanism.AUTO
+        # The annotation still shadows the field without a topology cache: no hints at all.
+        return Mechanism.AUTO if profile.topology_cache else Mechanism.NONE
     if profile.accepts(service.traffic_distribution):
         return Mechanism.TRAFFIC_DISTRIBUTION
     return Mechanism.NONE
@@ -115,6 +125,8 @@ def config_issues(service: Service, profile: Profile = ASSUMED) -> frozenset[Con
     if profile.unsupported(service.traffic_distribution):
         # Reported whatever the mechanism: also beside an annotation that shadows it.
         issues.add(ConfigIssue.TRAFFIC_DISTRIBUTION_UNSUPPORTED)
+    if annotation_on(service) and not profile.topology_cache:
+        issues.add(ConfigIssue.TOPOLOGY_AWARE_HINTS_GATE_OFF)
     if (
         service.internal_traffic_policy == "Local"
         and mechanism_of(service, profile) is not Mechanism.NONE

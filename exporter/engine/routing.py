@@ -75,6 +75,8 @@ class Cause(StrEnum):
     NO_READY_ENDPOINTS = "no-ready-endpoints"
     # The data plane never reads hints at all (cilium-no-topology).
     HINTS_IGNORED = "hints-ignored"
+    # kube-proxy's TopologyAwareHints gate is off (1.29-1.32 only): it uses no hints.
+    TOPOLOGY_AWARE_HINTS_GATE_OFF = "topology-aware-hints-gate-off"
     # The Service lacks the annotation or field this data plane looks for.
     NOT_REQUESTED = "not-requested"
     # No usable endpoint carries a zone hint.
@@ -375,9 +377,14 @@ def node_local(
         local.update(
             endpoint.node_name
             for endpoint in unique
-            if endpoint.node_name and endpoint.terminating is True and endpoint.serving is not False
+            if endpoint.node_name and serving_terminating(endpoint)
         )
     return frozenset(local) if local else NO_NAMES
+
+
+def serving_terminating(endpoint: Endpoint) -> bool:
+    """kube-proxy's fallback endpoint: `terminating` true, `serving` true or absent."""
+    return endpoint.terminating is True and endpoint.serving is not False
 
 
 def uniform(zone_routing: ZoneRouting) -> Callable[[str], ZoneRouting]:

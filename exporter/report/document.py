@@ -148,6 +148,11 @@ def _component_document(component: Component) -> dict[str, Any]:
 
 def profile_document(profile: Profile) -> dict[str, Any]:
     """behaviour §12: the versions and gates the verdicts were computed under."""
-    document = _component_document(profile.control_plane)
-    document["kube_proxy"] = _component_document(profile.kube_proxy)
-    return document
+    control_plane = profile.control_plane
+    return {
+        "version": control_plane.version,
+        # Non-null only for an API server that emulates another version than its binary's.
+        "binary_version": control_plane.binary_version,
+        **_component_document(control_plane),
+        "kube_proxy": _component_document(profile.kube_proxy),
+    }

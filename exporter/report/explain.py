@@ -191,18 +191,24 @@ def command_lines(lead: str, command: str) -> list[str]:
 # Cluster header
 
 
-def profile_lines(profile: Profile, options: ExplainOptions) -> list[str]:
-    """behaviour §12: the versions and gates the verdicts below assume, then the warnings."""
+def profile_lines(profile: Profile, options: ExplainOptions, *, wrap: bool = False) -> list[str]:
+    """behaviour §12: the versions and gates the verdicts below assume, then the warnings
+    (`wrap`: each wrapped beside explain's labels)."""
+    if not wrap:
+        return [
+            *profile_texts(profile),
+            *(options.paint(note, Tone.WARN) for note in profile.notes()),
+        ]
     return [
-        *profile_texts(profile),
-        *(options.paint(note, Tone.WARN) for note in profile.notes()),
+        *(line for text in profile_texts(profile) for line in reflow(text, options, hang="  ")),
+        *(line for note in profile.notes() for line in reflow(note, options, Tone.WARN, "  ")),
     ]
 
 
 def cluster_lines(result: ClusterResult, options: ExplainOptions) -> list[str]:
     capacity = result.capacity
     ready_nodes = len(result.nodes.zone_of)
-    lines = ["Cluster", *fields("Kubernetes", profile_lines(result.profile, options))]
+    lines = ["Cluster", *fields("Kubernetes", profile_lines(result.profile, options, wrap=True))]
     if NODE_KIND in options.missing:
         return [*lines, field("Node info", options.paint("unknown", Tone.WARN) + ": no Nodes")]
     if capacity.sufficient:

@@ -24,7 +24,7 @@ from exporter.engine import (
 )
 from exporter.engine.allocation import OVERLOAD_LIMIT, zone_minimum
 from exporter.engine.mechanism import deciding_annotation
-from exporter.engine.profile import NEWEST_MINOR, Component, Profile, Source, kube_proxy_effect
+from exporter.engine.profile import Component, Gate, Profile, Source, kube_proxy_effect
 from exporter.engine.reasons import HINTS_DISABLED_EVENT, HINTS_ENABLED_EVENT
 from exporter.state.result import ClusterResult
 
@@ -143,12 +143,11 @@ _SOURCE_WORDS = {
 
 
 def _gate_words(component: Component) -> str:
-    """The gates that are off (the newest semantics have both on)."""
-    off = [str(gate) for gate, enabled in component.gates.items() if not enabled]
+    """The topology features that are off (the newest semantics have every one on), read
+    by gate name whether or not this version still has the gate."""
+    off = [str(gate) for gate in Gate if not component.enabled(gate)]
     if not off:
-        return "both topology gates on"
-    if len(off) == len(component.gates):
-        return "both topology gates off"
+        return "every topology feature on"
     return " and ".join(off) + " off"
 
 
@@ -161,12 +160,11 @@ def profile_texts(profile: Profile) -> list[str]:
     for name, part in (("Kubernetes", profile.control_plane), ("kube-proxy", profile.kube_proxy)):
         if part.minor is not None:
             source = _SOURCE_WORDS.get(part.source, str(part.source))
-            lead = part.version if name == "Kubernetes" else f"{name} {part.version}"
+            # "Kubernetes" is the field's label: the line starts with the version.
+            lead = part.describe(name).removeprefix("Kubernetes ")
             texts.append(f"{lead} ({source}): {_gate_words(part)}")
         elif name == "Kubernetes":
-            texts.append(
-                f"assuming Kubernetes 1.{NEWEST_MINOR} or newer; pass --kubernetes-version"
-            )
+            texts.append(f"assuming {part.describe(name)}; pass --kubernetes-version")
     return texts
 
 

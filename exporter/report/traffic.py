@@ -154,6 +154,9 @@ _CAUSE_TEXT = {
         "{dataplane} ignores every hint (Cilium's enable-service-topology is off by default; "
         "turn it on, cilium issue 25283)"
     ),
+    Cause.TOPOLOGY_AWARE_HINTS_GATE_OFF: (
+        "{dataplane} runs with the TopologyAwareHints gate off and uses no hints"
+    ),
     Cause.NO_HINTS: "no ready endpoint carries a zone hint",
     Cause.NO_ZONE_LABEL: f"the nodes have no {ZONE_LABEL} label",
     Cause.NO_ENDPOINT_IN_ZONE: "no ready endpoint runs in {zones}",

@@ -22,7 +22,7 @@ from prometheus_client.registry import Collector
 
 from exporter import __version__
 from exporter.engine import DEFAULT_DATAPLANES, DataPlane
-from exporter.engine.profile import Profile, ProfileError, ProfileFlags
+from exporter.engine.profile import ProfileFlags
 from exporter.engine.whatif.zoneloss import MAX_ZONE_LOSS_ZONES
 from exporter.http.auth import BasicAuth
 from exporter.http.routes import default_routes, make_app
@@ -40,14 +40,14 @@ from exporter.metrics.exposition import ExpositionRenderer
 from exporter.metrics.families import SAME_ON_EVERY_SHARD
 from exporter.metrics.instruments import RESOURCES, ExporterMetrics, StatusCollector
 from exporter.pipeline.evaluator import Evaluator
+from exporter.run.profile import ProfileReader, flags_profile
 from exporter.runtime import release_free_memory
-from exporter.sources.cluster import ENDPOINT_SLICES, EVENTS, NODES, SERVICES, StoreSink, sinks
+from exporter.sources.cluster import ENDPOINT_SLICES, EVENTS, NODES, SERVICES, sinks
 from exporter.sources.dataplanes import FLAG, detect_dataplanes
 from exporter.sources.informer import Informer, InformerSettings
 from exporter.sources.kubeapi import ConfigError, KubeTransport, api_client
 from exporter.sources.snapshot import load_snapshot
 from exporter.sources.snapshot_input import DEFAULT_MAX_INPUT_BYTES
-from exporter.sources.version import read_server_minor
 from exporter.state.store import ClusterStore
 from exporter.vocabulary import EventTypeLabel, Resource, RestartCause
 from exporter.web.app import StatusPages
@@ -147,7 +147,7 @@ class Exporter:
         if options.snapshot is None:
             self._transport = KubeTransport(api_client(options.kubeconfig, options.context))
         self.store = ClusterStore(accepts_service=service_filter(options))
-        dataplanes, source, self._kube_proxy_minor = _dataplanes(options, self._transport)
+        dataplanes, source, kube_proxy_minor = _dataplanes(options, self._transport)
         # _created series double every counter's cardinality and no alert or dashboard uses
         # them (kube-state-metrics does not expose them either).
         disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -167,14 +167,33 @@ class Exporter:
             self.store,
             observe=self.metrics.evaluation,
             dataplanes=dataplanes,
-            # The flags alone; a live exporter adds the API server's /version at each list.
-            profile=self._profile(None, lenient=False),
+            # The flags alone; a live exporter adds the API server's /version at start and
+            # at each list, and checks the gate settings against it then (not before: the
+            # version they are checked against is the server's).
+            profile=flags_profile(
+                options.profile_flags,
+                kube_proxy_minor,
+                lenient=self._transport is not None
+                and options.profile_flags.kubernetes_minor is None,
+            ),
+        )
+        self._profiles = ProfileReader(
+            options.profile_flags, kube_proxy_minor, self.evaluator, options.informer.timeouts
         )
         for note in self.evaluator.profile.notes():
             logger.warning(note)
         self._stop = threading.Event()
         self._ready = threading.Event()
+        # Set once the informers run (after /version is read, off the probes' path).
+        self._informing = threading.Event()
+        # What stopped the exporter at start (a gate the server's version refuses): raised
+        # by wait(), so serve exits 2 with its one line.
+        self._fatal: ConfigError | None = None
         self._threads: list[threading.Thread] = []
+        # Threads that end by design (the start-up one): not a liveness failure.
+        self._finite: list[threading.Thread] = []
+        # Held while informers are created, so that stop() sees every one of them.
+        self._informers_lock = threading.Lock()
         self._started_at = time.time()
         # resource -> when it stopped being readable (wall clock, shown by /readyz).
         self._down_since: dict[str, float] = {}
@@ -240,62 +259,6 @@ class Exporter:
             auth=BasicAuth(web.basic_auth_users) if web.basic_auth_users else None,
         )
 
-    # -- the Kubernetes profile (behaviour §12) ---------------------------------------------------
-
-    def _profile(self, server_minor: int | None, *, lenient: bool) -> Profile:
-        try:
-            return self.options.profile_flags.profile(
-                server_minor, self._kube_proxy_minor, lenient=lenient
-            )
-        except ProfileError as error:
-            # One line and exit 2, as a bad flag gives (serve.run's caller says so).
-            raise ConfigError(str(error)) from None
-
-    def _read_profile(self, transport: KubeTransport, *, lenient: bool) -> None:
-        """The profile with the API server's /version; the flags' version wins over it."""
-        server_minor = None
-        if self.options.profile_flags.kubernetes_minor is None:
-            server_minor, problem = read_server_minor(transport, self.options.informer.timeouts)
-            if problem:
-                logger.warning(
-                    "evaluating with the newest semantics; pass --kubernetes-version",
-                    problem=problem,
-                )
-        # At start a gate the server's version locks is refused, as a flag's would be; at a
-        # relist (the cluster was upgraded under a running exporter) the locked value wins.
-        try:
-            profile = self._profile(server_minor, lenient=False)
-        except ConfigError as error:
-            if not lenient:
-                raise
-            profile = self._profile(server_minor, lenient=True)
-            if profile != self.evaluator.profile:
-                logger.warning("a --feature-gates value is ignored", problem=str(error))
-        if profile != self.evaluator.profile:
-            for note in profile.notes():
-                logger.warning(note)
-            logger.info(
-                "kubernetes profile",
-                kubernetes_version=profile.control_plane.version,
-                source=str(profile.control_plane.source),
-                kube_proxy_version=profile.kube_proxy.version,
-                kube_proxy_source=str(profile.kube_proxy.source),
-            )
-        self.evaluator.set_profile(profile)
-
-    def _relisting_nodes(self, sink: StoreSink[Any], transport: KubeTransport) -> StoreSink[Any]:
-        """The Nodes sink, reading /version again before each complete list is applied."""
-
-        def replace(nodes: list[Any]) -> None:
-            try:
-                self._read_profile(transport, lenient=True)
-            except Exception:
-                # The profile keeps its last value; the nodes must still be applied.
-                logger.exception("reading the Kubernetes version failed")
-            sink.replace(nodes)
-
-        return StoreSink(replace, sink.upsert, sink.delete)
-
     def _web_config(self) -> WebConfig:
         """TLS and auth settings; an unusable one raises WebConfigError (one line)."""
         options = self.options
@@ -336,6 +299,11 @@ class Exporter:
                 f"- {', '.join(listing)}: reading the first complete list from the API server "
                 f"(started {_ago(self._started_at, now)})"
             )
+        if self._transport is not None and not self._informing.is_set():
+            lines.append(
+                "- reading the API server's /version before listing "
+                f"(started {_ago(self._started_at, now)})"
+            )
         if not lines:
             lines.append("- evaluating the first snapshot")
         return False, "not ready:\n" + "\n".join(lines)
@@ -365,10 +333,19 @@ class Exporter:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        if self._transport is not None:
-            self._start_informers(self._transport)
-        self._spawn("evaluator", self._evaluate_loop)
+        # The probes are served from the start: nothing read from the API server (its
+        # /version first) stands before them.
         self.server.start()
+        if self._transport is not None:
+            transport = self._transport
+            starting = threading.Thread(
+                target=lambda: self._start_informers(transport), name="start-up", daemon=True
+            )
+            self._finite.append(starting)
+            starting.start()
+        else:
+            self._informing.set()
+        self._spawn("evaluator", self._evaluate_loop)
         logger.info(
             "serving",
             url=self.server.url,
@@ -379,19 +356,23 @@ class Exporter:
 
     def stop(self) -> None:
         self._stop.set()
-        for informer in self.informers:
-            informer.stop()
+        with self._informers_lock:
+            for informer in self.informers:
+                informer.stop()
         self.server.stop()
         # One deadline for all: a thread blocked in a request that stop() cannot cut (a
         # connect, a stalled response) must not hold SIGTERM for 5 s per thread.
         deadline = time.monotonic() + 2
-        for thread in self._threads:
+        for thread in (*self._finite, *self._threads):
             thread.join(timeout=max(0.0, deadline - time.monotonic()))
         if self._transport is not None:
             self._transport.close()
 
     def wait(self) -> None:
+        """Until a stop is requested; raises what stopped the exporter at start, if anything."""
         self._stop.wait()
+        if self._fatal is not None:
+            raise self._fatal
 
     def request_stop(self) -> None:
         self._stop.set()
@@ -400,16 +381,32 @@ class Exporter:
 
     def _spawn(self, name: str, target: Callable[[], None]) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
-        self._threads.append(thread)
+        # Started before it is listed: the probes run meanwhile (informers are spawned after
+        # /version is read), and a listed thread that is not alive is a liveness failure.
         thread.start()
+        self._threads.append(thread)
 
     def _load_snapshot(self, source: str) -> None:
         load_snapshot(source, self.options.max_input_bytes).write_to(self.store)
 
     def _start_informers(self, transport: KubeTransport) -> None:
-        self._read_profile(transport, lenient=False)
+        """/version, then the informers: in its own thread, off the probes' path."""
+        try:
+            self._profiles.read(transport, lenient=False)
+        except ConfigError as error:
+            self._fatal = error
+            self.request_stop()
+            return
+        except Exception:
+            # The flags' profile stands; the informers must start all the same.
+            logger.exception("reading the Kubernetes version failed")
+        with self._informers_lock:
+            if not self._stop.is_set():
+                self._spawn_informers(transport)
+
+    def _spawn_informers(self, transport: KubeTransport) -> None:
         resource_sinks = sinks(self.store)
-        resource_sinks[NODES.resource] = self._relisting_nodes(
+        resource_sinks[NODES.resource] = self._profiles.relisting(
             resource_sinks[NODES.resource], transport
         )
         for spec in (NODES, SERVICES, ENDPOINT_SLICES, EVENTS):
@@ -422,9 +419,10 @@ class Exporter:
             )
             self.informers.append(informer)
             self._spawn(f"informer-{spec.resource}", informer.run)
+        self._informing.set()
 
     def _synced(self) -> bool:
-        return all(
+        return self._informing.is_set() and all(
             informer.synced.is_set() for informer in self.informers if informer.spec.required
         )
 

@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 import urllib3
 
+from exporter.engine.versions import ServerVersion
 from exporter.sources.cluster import ENDPOINT_SLICES, NODES, SERVICES
 from exporter.sources.kubeapi import (
     ApiStatusError,
@@ -25,7 +26,7 @@ from exporter.sources.kubeapi import (
 from exporter.sources.lists import ResourceReader
 from exporter.sources.snapshot import Snapshot
 from exporter.sources.spec import ResourceSpec
-from exporter.sources.version import read_server_minor
+from exporter.sources.version import read_server_version
 
 HTTP_FORBIDDEN = 403
 HTTP_GONE = 410
@@ -50,8 +51,8 @@ class ListedCluster:
     # Objects skipped because they do not decode, one "Kind namespace/name: problem" each.
     skipped: tuple[str, ...]
     server: str
-    # The API server's minor version (/version), None when it could not be told, and why.
-    server_minor: int | None = None
+    # The API server's version (/version), None when it could not be told, and why.
+    server_version: ServerVersion | None = None
     version_problem: str = ""
 
 
@@ -69,9 +70,10 @@ def read_cluster(
     listed: dict[str, list[Any]] = {}
     unreadable: dict[str, str] = {}
     skipped: list[str] = []
-    server_minor, version_problem = None, ""
+    server_version: ServerVersion | None = None
+    version_problem = ""
     try:
-        server_minor, version_problem = read_server_minor(transport, timeouts or Timeouts())
+        server_version, version_problem = read_server_version(transport, timeouts or Timeouts())
         for kind, spec in LISTED:
             try:
                 listed[kind] = _list_all(
@@ -98,7 +100,7 @@ def read_cluster(
         tuple(listed["Nodes"]), tuple(listed["Services"]), tuple(listed["EndpointSlices"])
     )
     return ListedCluster(
-        snapshot, unreadable, tuple(skipped), server, server_minor, version_problem
+        snapshot, unreadable, tuple(skipped), server, server_version, version_problem
     )
 
 

@@ -29,17 +29,23 @@ def only_entry(document: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
-BOTH_ON = {"ServiceTrafficDistribution": True, "PreferSameTrafficDistribution": True}
-NO_NODE_HINTS = {"ServiceTrafficDistribution": True, "PreferSameTrafficDistribution": False}
+NEWEST = {"PreferSameTrafficDistribution": True}
+GATES_1_34 = {
+    "TopologyAwareHints": True,
+    "ServiceTrafficDistribution": True,
+    "PreferSameTrafficDistribution": True,
+}
+GATES_1_32 = {"TopologyAwareHints": True, "ServiceTrafficDistribution": True}
 
 
 def test_a_snapshot_without_flags_is_evaluated_with_the_newest_semantics_assumed() -> None:
     document = evaluate(SAME_NODE, "--dataplane", KUBE_PROXIES)
     assert document["kubernetes"] == {
         "version": None,
+        "binary_version": None,
         "source": "assumed",
-        "feature_gates": BOTH_ON,
-        "kube_proxy": {"version": None, "source": "assumed", "feature_gates": BOTH_ON},
+        "feature_gates": NEWEST,
+        "kube_proxy": {"version": None, "source": "assumed", "feature_gates": NEWEST},
     }
     entry = only_entry(document)
     routing = entry["routing"]
@@ -67,9 +73,10 @@ def test_kube_proxy_1_32_routes_prefer_same_node_same_zone() -> None:
     )
     assert document["kubernetes"] == {
         "version": "1.34",
+        "binary_version": None,
         "source": "flag",
-        "feature_gates": BOTH_ON,
-        "kube_proxy": {"version": "1.32", "source": "flag", "feature_gates": NO_NODE_HINTS},
+        "feature_gates": GATES_1_34,
+        "kube_proxy": {"version": "1.32", "source": "flag", "feature_gates": GATES_1_32},
     }
     entry = only_entry(document)
     assert entry["mechanism"] == "traffic-distribution"
@@ -159,11 +166,25 @@ def test_explain_names_the_profile_and_the_skew() -> None:
     ("flags", "message"),
     [
         (["--kubernetes-version", "1.35", "--feature-gates", "PreferSameTrafficDistribution=false"],
-         "PreferSameTrafficDistribution is locked to true from Kubernetes 1.35"),
-        (["--kube-proxy-version", "1.33", "--feature-gates", "ServiceTrafficDistribution=false"],
-         "ServiceTrafficDistribution is locked to true from Kubernetes 1.33"),
+         ("cannot set feature gate PreferSameTrafficDistribution to false, feature is locked to "
+         "true in Kubernetes 1.35")),
+        (["--kubernetes-version", "1.36", "--kube-proxy-version", "1.33", "--feature-gates",
+          "ServiceTrafficDistribution=false"],
+         ("cannot set feature gate ServiceTrafficDistribution to false, feature is locked to true "
+         "in kube-proxy 1.33")),
+        (["--kubernetes-version", "1.36", "--feature-gates", "ServiceTrafficDistribution=true"],
+         "unrecognized feature gate: ServiceTrafficDistribution (removed in Kubernetes 1.36)"),
+        (["--kubernetes-version", "1.32", "--feature-gates", "PreferSameTrafficDistribution=true"],
+         "unrecognized feature gate: PreferSameTrafficDistribution (added in Kubernetes 1.33)"),
+        (["--kubernetes-version", "1.33", "--feature-gates", "TopologyAwareHints=false"],
+         "cannot set feature gate TopologyAwareHints to false, feature is locked to true"),
         (["--kubernetes-version", "one.thirty"], "expected 1.MINOR"),
-        (["--feature-gates", "TopologyAwareHints=true"], "unknown gate 'TopologyAwareHints'"),
+        (["--kubernetes-version", ""], "expected 1.MINOR"),
+        (["--kube-proxy-version", "1.\u0663\u0663"], "expected 1.MINOR"),
+        (["--kubernetes-version", "1.33" * 1000], "expected 1.MINOR"),
+        (["--kubernetes-version", "1." + "3" * 4301], "expected 1.MINOR"),
+        (["--feature-gates", "SidecarContainers=true"], "is not a gate the rules read"),
+        (["--feature-gates", "ServiceTrafficDistribution=yes"], "invalid value of"),
     ],
 )  # fmt: skip
 def test_bad_profile_flags_exit_2_with_one_line(

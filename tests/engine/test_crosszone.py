@@ -7,6 +7,7 @@ tested on its own). The engine computes per zone plus node exceptions.
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,17 @@ from tests.engine.views import routing_of
 EVERY_DATAPLANE = tuple(DataPlane)
 _HINT_NODE = {DataPlane.KUBE_PROXY, DataPlane.CALICO_EBPF}
 _LOCATED_ZONE = {DataPlane.ISTIO, DataPlane.ENVOY_GATEWAY}
+# Section 10: under internalTrafficPolicy Local these fall back to the node's serving
+# terminating endpoints where it has no usable one.
+_LOCAL_FALLBACK = {
+    DataPlane.KUBE_PROXY,
+    DataPlane.KUBE_PROXY_1_29,
+    DataPlane.KUBE_PROXY_1_33,
+    DataPlane.CILIUM,
+    DataPlane.CILIUM_1_18_0,
+    DataPlane.CILIUM_NO_TOPOLOGY,
+    DataPlane.CALICO_EBPF,
+}
 
 
 # -- the reference -------------------------------------------------------------------------
@@ -68,6 +80,30 @@ def _nginx_union(svc: Service, slices: list[EndpointSlice], zone: str) -> list[E
     return _unique(kept)
 
 
+def _cluster(
+    dataplane: DataPlane, svc: Service, r: list[Endpoint], zone: str | None
+) -> list[Endpoint]:
+    cilium_asks = svc.traffic_distribution == "PreferClose" or (
+        _hints_annotation(svc) not in {None, "", "disabled", "Disabled"}
+    )
+    if dataplane is DataPlane.CILIUM_1_18_0 and cilium_asks and zone:
+        # Its rule applies: Cilium 1.18.0 skips only what zone hints exclude (S).
+        return [e for e in r if not e.zone_hints or zone in e.zone_hints]
+    return r
+
+
+def _local(
+    dataplane: DataPlane, slices: list[EndpointSlice], r: list[Endpoint], name: str
+) -> list[Endpoint]:
+    own = [e for e in r if e.node_name == name]
+    if own or dataplane not in _LOCAL_FALLBACK:
+        return own
+    every = _unique([e for s in slices for e in s.endpoints])
+    return [
+        e for e in every if e.node_name == name and e.terminating is True and e.serving is not False
+    ]
+
+
 def _given(  # noqa: PLR0911 - the section's list, one return per routing
     dataplane: DataPlane,
     svc: Service,
@@ -78,7 +114,7 @@ def _given(  # noqa: PLR0911 - the section's list, one return per routing
     r = _usable(dataplane, slices)
     zone, name = client.zone, client.name
     if routing is Routing.CLUSTER:
-        return r
+        return _cluster(dataplane, svc, r, zone)
     if routing is Routing.SAME_ZONE:
         if dataplane in _LOCATED_ZONE:
             return [e for e in r if e.zone == zone]
@@ -88,13 +124,19 @@ def _given(  # noqa: PLR0911 - the section's list, one return per routing
             return [e for e in r if name in e.node_hints]
         return [e for e in r if e.node_name == name]
     if routing is Routing.LOCAL:
-        return [e for e in r if e.node_name == name]
+        return _local(dataplane, slices, r, name)
     if routing is Routing.MIXED:
         if dataplane is DataPlane.CILIUM_1_18_0:
             return [e for e in r if not e.zone_hints or zone in e.zone_hints]
         assert dataplane is DataPlane.INGRESS_NGINX
         return _nginx_union(svc, slices, zone or "")
     return []
+
+
+def _hints_annotation(svc: Service) -> str | None:
+    if svc.deprecated_hints_annotation is not None:
+        return svc.deprecated_hints_annotation
+    return svc.topology_mode_annotation
 
 
 def reference(
@@ -112,7 +154,7 @@ def reference(
         if not given_:
             continue
         share = sum(e.zone != client.zone for e in given_) / len(given_)
-        floor = 0.0 if any(e.zone == client.zone for e in r) else 1.0
+        floor = 0.0 if any(e.zone == client.zone for e in [*r, *given_]) else 1.0
         w = float(client.allocatable_cpu)
         acc = sums.setdefault(client.zone, [0.0, 0.0, 0.0])
         acc[0] += w * share
@@ -267,9 +309,10 @@ def test_local_policy_endpoint_without_zone_counts_as_crossing() -> None:
 def test_cilium_1_18_0_mixed_uses_s_and_no_endpoints_has_no_share() -> None:
     slices = [endpoint_slice(endpoint("a", hints=("a",)), endpoint("b"))]
     figures = _figures(service(traffic_distribution="PreferClose"), slices, DataPlane.CILIUM_1_18_0)
-    # a: mixed over S = both: 1/2. b, c: cluster over both: 1/2 and 1.
+    # a: mixed over S = both: 1/2. b, c: cluster over their S, the unhinted b endpoint alone.
     assert figures is not None
     assert figures["zones"]["a"] == {"effective": 0.5, "floor": 0.0}
+    assert figures["zones"]["b"] == {"effective": 0.0, "floor": 0.0}
     assert figures["zones"]["c"] == {"effective": 1.0, "floor": 1.0}
     refused = [endpoint_slice(endpoint("a", hints=("a",)), endpoint("b", hints=("b",)))]
     figures = _figures(
@@ -281,6 +324,63 @@ def test_cilium_1_18_0_mixed_uses_s_and_no_endpoints_has_no_share() -> None:
         "floor": 0.0,
         "zones": {"a": {"effective": 0.0, "floor": 0.0}, "b": {"effective": 0.0, "floor": 0.0}},
     }
+
+
+def test_cilium_1_18_0_cluster_client_spreads_over_s_not_r() -> None:
+    """Section 13 as settled: a client that Cilium 1.18.0 routes `cluster` skips the backends
+    whose zone hints exclude its zone, and keeps an unhinted backend of another zone."""
+    slices = [
+        endpoint_slice(endpoint("a", hints=("a",), node_name="a-1"), endpoint("b", node_name="b-1"))
+    ]
+    figures = _figures(service(traffic_distribution="PreferClose"), slices, DataPlane.CILIUM_1_18_0)
+    # a (1/4): mixed over S = {a, b}: 1/2. b (1/4): no hint names b, so cluster, over
+    # S = {b} (the a endpoint is hinted away): 0, where all of R would give 1/2.
+    # c (1/2): cluster over S = {b}: 1, floor 1 (no endpoint runs in c).
+    assert figures == {
+        "effective": 0.625,
+        "floor": 0.5,
+        "zones": {
+            "a": {"effective": 0.5, "floor": 0.0},
+            "b": {"effective": 0.0, "floor": 0.0},
+            "c": {"effective": 1.0, "floor": 1.0},
+        },
+    }
+    # Where its rule does not apply (no annotation, no PreferClose) cluster is all of R.
+    plain = _figures(service(), slices, DataPlane.CILIUM_1_18_0)
+    assert plain is not None
+    assert plain["zones"]["b"] == {"effective": 0.5, "floor": 0.0}
+
+
+def test_local_policy_node_with_only_a_terminating_endpoint_uses_it() -> None:
+    """internalTrafficPolicy Local: b-1 has no ready endpoint but a serving terminating one,
+    so kube-proxy sends b-1's traffic there (section 10's fallback), and its floor counts
+    that endpoint as available even though R (the ready ones) has none in zone b."""
+    terminating = Endpoint(
+        "10.9.0.2", ready=False, zone="b", node_name="b-1", terminating=True, serving=True
+    )
+    slices = [endpoint_slice(endpoint("a", node_name="a-1"), terminating)]
+    svc = service(internal_traffic_policy="Local")
+    figures = _figures(svc, slices, DataPlane.KUBE_PROXY)
+    # a-1: its ready endpoint, 0. b-1: the terminating one in b, 0 and floor 0. c-1: dropped.
+    assert figures == {
+        "effective": 0.0,
+        "floor": 0.0,
+        "zones": {
+            "a": {"effective": 0.0, "floor": 0.0},
+            "b": {"effective": 0.0, "floor": 0.0},
+        },
+    }
+    # Linkerd has no such fallback: b-1 is dropped, no share.
+    linkerd = _figures(svc, slices, DataPlane.LINKERD)
+    assert linkerd is not None
+    assert set(linkerd["zones"]) == {"a"}
+    # A terminating endpoint that no longer serves is no fallback either.
+    gone = replace(terminating, serving=False)
+    figures = _figures(
+        svc, [endpoint_slice(endpoint("a", node_name="a-1"), gone)], DataPlane.KUBE_PROXY
+    )
+    assert figures is not None
+    assert set(figures["zones"]) == {"a"}
 
 
 def test_ingress_nginx_mixed_is_the_union_of_the_slices() -> None:
@@ -382,13 +482,71 @@ def test_random_clusters_agree_with_the_reference(
     check_against_reference(*cluster)
 
 
+def _floor_never_above_effective(
+    nodes: list[Node], services: list[Service], slices: list[EndpointSlice]
+) -> None:
+    """Section 13: floor <= effective for every data plane, overall and per zone, exactly."""
+    for verdict in evaluate(nodes, services, slices, EVERY_DATAPLANE).services:
+        for dataplane, figures in verdict.cross_zone.items():
+            if figures is None:
+                continue
+            assert figures.floor <= figures.effective, (verdict.key, dataplane)
+            for zone, share in figures.zones.items():
+                assert share.floor <= share.effective, (verdict.key, dataplane, zone)
+
+
+@settings(max_examples=500, deadline=None)
+@given(cluster=clusters())
+def test_floor_is_never_above_effective(
+    cluster: tuple[list[Node], list[Service], list[EndpointSlice]],
+) -> None:
+    _floor_never_above_effective(*cluster)
+
+
+def test_floor_is_never_above_effective_on_seeded_random_clusters() -> None:
+    """The same over 300 seeded clusters with duplicate addresses across slices (the copies
+    may disagree on zone, so a client's own set can hold a zone R's first copy does not)."""
+    rng = random.Random(27)  # noqa: S311 - test data, not secrets
+    for _ in range(300):
+        names = [f"n{i}" for i in range(rng.randint(1, 8))]
+        nodes = [
+            node(name, rng.choice(["a", "b", "c", None]), rng.choice(["1", "2", "4", None]))
+            for name in names
+        ]
+        endpoints = [
+            Endpoint(
+                address=f"10.0.0.{rng.randint(1, 6)}",
+                ready=rng.choice([True, True, False, None]),
+                zone=rng.choice(["a", "b", "c", None]),
+                node_name=rng.choice([*names, None]),
+                zone_hints=tuple(rng.sample(["a", "b", "c"], rng.randint(0, 2))),
+                node_hints=tuple(rng.sample(names, rng.randint(0, 1))),
+                terminating=rng.choice([None, True, False]),
+                serving=rng.choice([None, True, False]),
+            )
+            for _ in range(rng.randint(0, 10))
+        ]
+        cut = rng.randint(0, len(endpoints))
+        svc = service(
+            mode=rng.choice([None, "Auto", "auto"]),
+            traffic_distribution=rng.choice(
+                [None, "PreferClose", "PreferSameZone", "PreferSameNode"]
+            ),
+            internal_traffic_policy=rng.choice([None, "Local"]),
+        )
+        slices = [endpoint_slice(*endpoints[:cut]), endpoint_slice(*endpoints[cut:])]
+        _floor_never_above_effective(nodes, [svc], slices)
+
+
 VECTORS = sorted(CONFORMANCE_DIR.glob("*.snapshot.json"))
 
 
 @pytest.mark.parametrize("snapshot", VECTORS, ids=lambda path: path.name.split(".")[0])
 def test_public_vectors_agree_with_the_reference(snapshot: Path) -> None:
     loaded = load_snapshot(str(snapshot))
-    check_against_reference(list(loaded.nodes), list(loaded.services), list(loaded.endpoint_slices))
+    cluster = (list(loaded.nodes), list(loaded.services), list(loaded.endpoint_slices))
+    check_against_reference(*cluster)
+    _floor_never_above_effective(*cluster)
 
 
 def _counted(monkeypatch: pytest.MonkeyPatch) -> list[object]:

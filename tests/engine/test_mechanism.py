@@ -151,9 +151,10 @@ def test_config_issues(kwargs: dict[str, str], expected: set[ConfigIssue]) -> No
 
 
 def test_config_issue_ids_are_the_contract_ids() -> None:
-    """The issue ids are the five of the conformance README and the one of behaviour §12."""
+    """The issue ids are the five of the conformance README and the two of behaviour §12."""
     assert {issue.value for issue in ConfigIssue} == {
         "traffic-distribution-unsupported",
+        "topology-aware-hints-gate-off",
         "annotation-shadows-traffic-distribution",
         "deprecated-annotation-shadows-topology-mode",
         "unknown-annotation-value",

@@ -83,6 +83,12 @@ class Backend(Protocol):
     bookmark_interval: float
     # What GET /version answers ("1.34", "1.33+"); None: 404.
     kubernetes_version: str | None
+    # --emulated-version ("1.33"): the answer carries emulationMajor/emulationMinor.
+    emulated_version: str | None
+    # Seconds before /version answers; raw bytes answered instead, and how many times.
+    version_delay: float
+    version_body: bytes | None
+    version_body_repeat: int
 
     @property
     def port(self) -> int: ...
@@ -153,12 +159,23 @@ def _version(api: Backend) -> dict[str, Any]:
     if api.kubernetes_version is None:
         raise ApiError(404, "NotFound", "the server could not find the requested resource")
     major, _, minor = api.kubernetes_version.partition(".")
-    return {
+    answer = {
         "major": major,
         "minor": minor,
         "gitVersion": f"v{major}.{minor.rstrip('+')}.0-fake",
         "platform": "linux/amd64",
     }
+    if api.emulated_version is not None:
+        # component-base compatibility's Info(): the emulated and the minimum compatibility
+        # versions beside the binary's.
+        emulation_major, _, emulation_minor = api.emulated_version.partition(".")
+        answer |= {
+            "emulationMajor": emulation_major,
+            "emulationMinor": emulation_minor,
+            "minCompatibilityMajor": emulation_major,
+            "minCompatibilityMinor": str(max(0, int(emulation_minor) - 1)),
+        }
+    return answer
 
 
 def _static_documents() -> dict[str, Callable[[Backend], dict[str, Any]]]:
@@ -263,7 +280,7 @@ class Handler(BaseHTTPRequestHandler):
                 return
             self._check_authorization()
             if found is None:
-                self._send(200, orjson.dumps(self._static(path)))
+                self._send_static(path)
                 return
             served, namespace, name = found
             watch = query.get("watch", "").lower() in {"1", "true"}
@@ -309,6 +326,31 @@ class Handler(BaseHTTPRequestHandler):
             lines = [f"[+]{check} ok" for check in checks]
             body = ("\n".join([*lines, f"{path.lstrip('/')} check passed"]) + "\n").encode()
         self._send(200, body, content_type="text/plain; charset=utf-8")
+
+    def _send_static(self, path: str) -> None:
+        if path == "/version":
+            self._send_version()
+        else:
+            self._send(200, orjson.dumps(self._static(path)))
+
+    def _send_version(self) -> None:
+        """GET /version, after `version_delay`, or the raw `version_body` (chunked)."""
+        backend = self.backend
+        if backend.version_delay and not backend.faults.pause(backend.version_delay):
+            self.close_connection = True
+            return
+        body, repeat = backend.version_body, backend.version_body_repeat
+        if body is None:
+            self._send(200, orjson.dumps(self._static("/version")))
+            return
+        self._served.status = 200
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for _ in range(repeat):
+            self._chunk(body)
+        self.wfile.write(b"0\r\n\r\n")
 
     def _static(self, path: str) -> dict[str, Any]:
         static = self._STATIC.get(path)

@@ -77,7 +77,12 @@ class FakeKubeAPI:
     a watch with allowWatchBookmarks=true gets a BOOKMARK. With `require_token`, requests must
     carry `Authorization: Bearer <token>` (the kubeconfig's token) or get 401.
     `kubernetes_version` is what `GET /version` answers ("1.MINOR", or a provider's "1.33+");
-    None answers 404. Tests may change it while the server runs (an upgrade).
+    None answers 404. Tests may change it while the server runs (an upgrade). `/version`'s
+    other knobs, also changeable at any time: `emulated_version` ("1.33": the server runs
+    with `--emulated-version`, so the answer carries emulationMajor/emulationMinor),
+    `version_delay` (seconds before the answer; the server going down ends the wait) and
+    `version_body` (raw bytes answered instead, sent `version_body_repeat` times in one
+    chunked body: a hostile or broken server).
     """
 
     def __init__(
@@ -96,6 +101,10 @@ class FakeKubeAPI:
         self.host = host
         # The newest semantics by default (both topology gates on), as most tests assume.
         self.kubernetes_version = kubernetes_version
+        self.emulated_version: str | None = None
+        self.version_delay = 0.0
+        self.version_body: bytes | None = None
+        self.version_body_repeat = 1
         self.bookmark_interval = bookmark_interval
         self.token = token
         self.require_token = require_token

@@ -8,6 +8,7 @@ report it.
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from structlog.testing import capture_logs
@@ -61,6 +62,15 @@ def _cluster_info(result: Scrape) -> list[tuple[str, str]]:
     ]
 
 
+def _gates(result: Scrape, component: str) -> dict[tuple[str, str], float]:
+    """(name, stage) -> value of the component's topology_hints_feature_gate_enabled."""
+    return {
+        (dict(labels)["name"], dict(labels)["stage"]): value
+        for labels, value in result.series("topology_hints_feature_gate_enabled").items()
+        if dict(labels)["component"] == component
+    }
+
+
 def _issues(result: Scrape, **service_labels: str) -> set[str]:
     return {
         labels["issue"]
@@ -89,22 +99,11 @@ def test_serve_exports_the_api_servers_version_and_what_it_refuses(
         assert result.labelled("topology_hints_service_info", **ZONAL)[0]["mechanism"] == "none"
         assert _notices(result, **CLOSE) == set()
         for component in ("controller", "kube-proxy"):
-            assert (
-                result.value(
-                    "topology_hints_feature_gate_enabled",
-                    component=component,
-                    name=str(Gate.PREFER_SAME_TRAFFIC_DISTRIBUTION),
-                )
-                == 0
-            )
-            assert (
-                result.value(
-                    "topology_hints_feature_gate_enabled",
-                    component=component,
-                    name=str(Gate.SERVICE_TRAFFIC_DISTRIBUTION),
-                )
-                == 1
-            )
+            assert _gates(result, component) == {
+                ("TopologyAwareHints", "GA"): 1,
+                ("ServiceTrafficDistribution", "GA"): 1,
+                ("PreferSameTrafficDistribution", "ALPHA"): 0,
+            }
         # kube-proxy 1.33 ignores node hints: the PreferSameNode Service routes same-zone.
         nodal = result.labelled(
             "topology_hints_service_proxy_mode", namespace="shop", service="nodal"
@@ -152,23 +151,16 @@ def test_flags_win_and_detection_gives_kube_proxys_version(
         result = eventually(exporter, lambda r: bool(r.labelled("topology_hints_cluster_info")))
         assert _cluster_info(result) == [("1.35", "flag")]
         assert _issues(result, **ZONAL) == set()
-        assert (
-            result.value(
-                "topology_hints_feature_gate_enabled",
-                component="kube-proxy",
-                name=str(Gate.PREFER_SAME_TRAFFIC_DISTRIBUTION),
-            )
-            == 0
-        )
+        assert _gates(result, "kube-proxy") == {
+            ("TopologyAwareHints", "BETA"): 1,
+            ("ServiceTrafficDistribution", "BETA"): 1,
+        }
         status, body = http_get(base_url(exporter) + "/api/v1/evaluation")
         assert status == 200
         assert json.loads(body)["kubernetes"]["kube_proxy"] == {
             "version": "1.32",
             "source": "detected",
-            "feature_gates": {
-                "ServiceTrafficDistribution": True,
-                "PreferSameTrafficDistribution": False,
-            },
+            "feature_gates": {"TopologyAwareHints": True, "ServiceTrafficDistribution": True},
         }
 
 
@@ -186,8 +178,14 @@ def test_a_gate_the_servers_version_locks_stops_serve_at_start(
     )
     exporter = Exporter(options)
     try:
-        with pytest.raises(ConfigError, match="ServiceTrafficDistribution is locked"):
-            exporter.start()
+        exporter.start()
+        # The probes are up meanwhile; the refusal stops the exporter and says why.
+        with pytest.raises(
+            ConfigError,
+            match=r"cannot set feature gate ServiceTrafficDistribution to false, feature is "
+            r"locked to true in Kubernetes 1\.34",
+        ):
+            exporter.wait()
     finally:
         exporter.stop()
 
@@ -210,6 +208,102 @@ def test_an_upgrade_that_locks_a_flagged_gate_keeps_the_locked_value(
         kube_api.up()
         eventually(exporter, lambda r: _cluster_info(r) == [("1.35", "api")])
         result = eventually(exporter, lambda r: not _issues(r, **ZONAL))
-        gate = {"component": "controller", "name": str(Gate.PREFER_SAME_TRAFFIC_DISTRIBUTION)}
-        assert result.value("topology_hints_feature_gate_enabled", **gate) == 1
+        assert _gates(result, "controller")[("PreferSameTrafficDistribution", "GA")] == 1
     assert any(entry["event"] == "a --feature-gates value is ignored" for entry in logs)
+
+
+# -- emulated control planes and hostile /version answers (issue 27; issue 30 3, 7, 13) --------
+
+
+def test_serve_evaluates_an_emulating_api_server_at_its_emulated_version(
+    kube_api: FakeKubeAPI, start_exporter: StartExporter
+) -> None:
+    """A 1.36 API server started with --emulated-version=1.33 runs 1.33's gate defaults:
+    PreferSameZone is refused, and the binary's version is reported beside."""
+    kube_api.kubernetes_version = "1.36"
+    kube_api.emulated_version = "1.33"
+    kube_api.load(_cluster())
+    with start_exporter() as exporter:
+        result = eventually(exporter, lambda r: bool(r.labelled("topology_hints_cluster_info")))
+        assert result.labelled("topology_hints_cluster_info") == [
+            {"kubernetes_version": "1.33", "binary_version": "1.36", "source": "api"}
+        ]
+        assert _issues(result, **ZONAL) == {"traffic-distribution-unsupported"}
+        assert result.labelled("topology_hints_service_info", **ZONAL)[0]["mechanism"] == "none"
+        # The 1.36 binary has only PreferSameTrafficDistribution, at its 1.33 spec; kube-proxy
+        # (no emulation) is taken to be 1.33.
+        assert _gates(result, "controller") == {("PreferSameTrafficDistribution", "ALPHA"): 0}
+        assert ("ServiceTrafficDistribution", "GA") in _gates(result, "kube-proxy")
+        status, body = http_get(base_url(exporter) + "/api/v1/evaluation")
+        assert status == 200
+        profile = json.loads(body)["kubernetes"]
+        assert (profile["version"], profile["binary_version"], profile["source"]) == (
+            "1.33",
+            "1.36",
+            "api",
+        )
+        status, page = http_get(base_url(exporter) + "/")
+        assert "1.33, emulated by a 1.36 API server" in page
+    # Without emulation a 1.36 server accepts it.
+    kube_api.emulated_version = "1.36"
+    with start_exporter() as exporter:
+        result = eventually(exporter, lambda r: bool(r.labelled("topology_hints_cluster_info")))
+        assert result.labelled("topology_hints_cluster_info") == [
+            {"kubernetes_version": "1.36", "binary_version": "", "source": "api"}
+        ]
+        assert _issues(result, **ZONAL) == set()
+
+
+def test_a_version_minor_of_5000_digits_is_a_warning_not_a_crash(
+    kube_api: FakeKubeAPI, start_exporter: StartExporter
+) -> None:
+    """Issue 30 finding 3: the parse sat outside the try; serve crashed at start."""
+    kube_api.kubernetes_version = "1." + "3" * 5000
+    kube_api.load(_cluster())
+    with capture_logs() as logs, start_exporter() as exporter:
+        result = eventually(exporter, lambda r: bool(r.labelled("topology_hints_cluster_info")))
+        assert _cluster_info(result) == [("", "assumed")]
+    (warning,) = [
+        entry for entry in logs if entry["event"].startswith("evaluating with the newest")
+    ]
+    assert "does not read as 1.MINOR" in warning["problem"]
+    assert len(warning["problem"]) < 200
+
+
+def test_an_endless_version_body_is_cut_short(
+    kube_api: FakeKubeAPI, start_exporter: StartExporter
+) -> None:
+    """Issue 30 finding 13: a 200 MB /version was read whole. It is read to 64 KiB."""
+    kube_api.version_body = b" " * 65536
+    kube_api.version_body_repeat = 3200
+    kube_api.load(_cluster())
+    with capture_logs() as logs, start_exporter() as exporter:
+        result = eventually(exporter, lambda r: bool(r.labelled("topology_hints_cluster_info")))
+        assert _cluster_info(result) == [("", "assumed")]
+    versions = [request for request in kube_api.requests if request.path == "/version"]
+    # What the server got written before the exporter hung up: socket buffers, not 200 MB.
+    assert versions
+    assert all(version.served.bytes < 32 * 1024 * 1024 for version in versions)
+    (warning,) = [
+        entry for entry in logs if entry["event"].startswith("evaluating with the newest")
+    ]
+    assert "larger than 64 KiB" in warning["problem"]
+
+
+def test_probes_answer_while_version_hangs(
+    kube_api: FakeKubeAPI, start_exporter: StartExporter
+) -> None:
+    """Issue 30 finding 7: /version that answers after 90 s left /healthz unanswered for
+    61 s (it was read before the HTTP server served). The probes answer at once; readiness
+    waits, and says for what."""
+    kube_api.version_delay = 90.0
+    kube_api.load(_cluster())
+    started = time.monotonic()
+    with start_exporter(wait_ready=False) as exporter:
+        status, body = http_get(base_url(exporter) + "/healthz", timeout=1.0)
+        assert status == 200, body
+        assert time.monotonic() - started < 1.0
+        status, body = http_get(base_url(exporter) + "/readyz", timeout=1.0)
+        assert status == 503
+        assert "reading the API server's /version" in body
+        assert time.monotonic() - started < 2.0

@@ -208,21 +208,17 @@ def test_live_evaluate_follows_the_api_servers_version(
     live = run("evaluate", "--kubeconfig", str(kubeconfig))
     assert live.returncode == 0, live.stderr
     document = json.loads(live.stdout)
+    gates_1_33 = {
+        "TopologyAwareHints": True,
+        "ServiceTrafficDistribution": True,
+        "PreferSameTrafficDistribution": False,
+    }
     assert document["kubernetes"] == {
         "version": "1.33",
+        "binary_version": None,
         "source": "api",
-        "feature_gates": {
-            "ServiceTrafficDistribution": True,
-            "PreferSameTrafficDistribution": False,
-        },
-        "kube_proxy": {
-            "version": "1.33",
-            "source": "control-plane",
-            "feature_gates": {
-                "ServiceTrafficDistribution": True,
-                "PreferSameTrafficDistribution": False,
-            },
-        },
+        "feature_gates": gates_1_33,
+        "kube_proxy": {"version": "1.33", "source": "control-plane", "feature_gates": gates_1_33},
     }
     (search,) = (entry for entry in document["services"] if entry["name"] == "search")
     assert search["mechanism"] == "none"

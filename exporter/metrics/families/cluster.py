@@ -91,13 +91,15 @@ CLUSTER_INFO = _declare(
     GAUGE,
     Scope.CLUSTER,
     "1, labelled with the control plane's Kubernetes version the rules are evaluated under "
-    "(empty when assumed) and where it came from: flag, api (the API server's /version) or "
-    "assumed (the newest semantics).",
+    "(empty when assumed; the emulated version of an API server started with "
+    "--emulated-version), the binary's version beside it (empty unless emulated) and where "
+    "it came from: flag, api (the API server's /version) or assumed (the newest semantics).",
     from_scrape(
         lambda scrape: [
             (
                 (
                     scrape.state.profile.control_plane.version or "",
+                    scrape.state.profile.control_plane.binary_version or "",
                     str(scrape.state.profile.control_plane.source),
                 ),
                 1.0,
@@ -105,7 +107,7 @@ CLUSTER_INFO = _declare(
         ],
         reads=_profile,
     ),
-    labels=("kubernetes_version", "source"),
+    labels=("kubernetes_version", "binary_version", "source"),
     same_on_every_shard=True,
 )
 
@@ -117,7 +119,7 @@ def _feature_gates(scrape: Scrape) -> Iterator[Sample]:
         ("kube-proxy", profile.kube_proxy),
     ):
         for gate, enabled in part.gates.items():
-            yield (component, str(gate)), float(enabled)
+            yield (component, str(gate), str(part.stage(gate))), float(enabled)
 
 
 FEATURE_GATE_ENABLED = _declare(
@@ -125,9 +127,11 @@ FEATURE_GATE_ENABLED = _declare(
     GAUGE,
     Scope.CLUSTER,
     "1 when the feature gate is on for the component (controller: the control plane's "
-    "EndpointSlice controller; kube-proxy), 0 when off, as the rules assume it.",
+    "EndpointSlice controller; kube-proxy), 0 when off, as the rules assume it; one series "
+    "per gate that the component's version has, with its stage (ALPHA, BETA or GA) as the "
+    "components' own kubernetes_feature_enabled labels it.",
     from_scrape(_feature_gates, reads=_profile),
-    labels=("component", "name"),
+    labels=("component", "name", "stage"),
     same_on_every_shard=True,
 )
 
