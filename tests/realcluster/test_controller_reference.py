@@ -1,0 +1,146 @@
+"""The real EndpointSlice controller is the reference: every buildable conformance vector
+and a seeded set of random clusters are created through the API, and once the controller has
+settled the exporter's result on the real `kubectl` dump must say what the controller wrote,
+Service by Service and endpoint by endpoint (tests/realcluster/agreement.py says how).
+
+The random clusters: REAL_CLUSTER_SEED (default 2026), REAL_CLUSTER_NODE_SETS (default 30)
+and REAL_CLUSTER_SERVICES (default 330, spread over the node sets); a failure names the
+plan (its seed and index) and leaves the plan and the dump in files to look at.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.realcluster import reference
+from tests.realcluster.agreement import Comparison
+from tests.realcluster.cluster import RealCluster
+from tests.realcluster.plans import ClusterPlan
+from tests.realcluster.random_clusters import SHAPES, random_plan, random_plans
+from tests.realcluster.tally import Tally
+from tests.realcluster.vectors import readings, vector_plans
+
+pytestmark = pytest.mark.real
+
+SEED = int(os.environ.get("REAL_CLUSTER_SEED", "2026"))
+NODE_SETS = int(os.environ.get("REAL_CLUSTER_NODE_SETS", "30"))
+SERVICES = int(os.environ.get("REAL_CLUSTER_SERVICES", "330"))
+
+VECTOR_PLANS = vector_plans()
+RANDOM_PLANS = random_plans(SEED, NODE_SETS, SERVICES)
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("reference")
+
+
+@pytest.fixture(scope="module")
+def tally() -> Iterator[Tally]:
+    counts = Tally("1.37")
+    yield counts
+    counts.write()
+
+
+def _check(cluster: RealCluster, plan: ClusterPlan, folder: Path, tally: Tally) -> None:
+    outcome = reference.run(cluster, plan, folder)
+    tally.add(plan, outcome.agreement)
+    assert not outcome.agreement.disagreements, outcome.failure(
+        plan.write(folder / f"{plan.name}.plan.json")
+    )
+
+
+@pytest.mark.parametrize("plan", VECTOR_PLANS, ids=lambda plan: plan.name)
+def test_a_conformance_vector_agrees_with_the_real_controller(
+    plan: ClusterPlan, real_cluster: RealCluster, folder: Path, tally: Tally
+) -> None:
+    """The vector's Services, built from Pods on its Nodes: the exporter says what the
+    controller wrote, and the vector's expected verdict is the real cluster's."""
+    _check(real_cluster, plan, folder, tally)
+
+
+@pytest.mark.parametrize("plan", RANDOM_PLANS, ids=lambda plan: plan.name)
+def test_a_random_cluster_agrees_with_the_real_controller(
+    plan: ClusterPlan, real_cluster: RealCluster, folder: Path, tally: Tally
+) -> None:
+    """Seeded random node sets and Services: the exporter says what the controller wrote."""
+    _check(real_cluster, plan, folder, tally)
+
+
+def test_the_live_api_server_gives_the_same_result_as_the_dump(
+    real_cluster: RealCluster, folder: Path
+) -> None:
+    """`evaluate` and `explain` without --snapshot, reading the API server through a
+    kubeconfig, say what `evaluate` says of a dump, and agree with the controller."""
+    plan = random_plan(SEED, 0, 12)
+    with reference.built(real_cluster, plan) as namespaces:
+        dump_path = folder / "live.dump.json"
+        dump_path.write_bytes(real_cluster.dump())
+        kubeconfig = str(real_cluster.plane.admin_kubeconfig)
+        live = run_cli("evaluate", "--kubeconfig", kubeconfig)
+        refused = next(s for s in plan.services if s.name == "s00")
+        explained = run_cli(
+            "explain", "--kubeconfig", kubeconfig, f"{namespaces[refused.namespace]}/s00"
+        )
+    assert live.returncode in {0, 1}, live.stderr
+    from_api = json.loads(live.stdout)
+    from_dump = reference.evaluate(dump_path)
+    ours = set(namespaces.values())
+
+    def entries(result: dict[str, object]) -> list[object]:
+        services = result["services"]
+        assert isinstance(services, list)
+        return [entry for entry in services if entry["namespace"] in ours]
+
+    assert entries(from_api) == entries(from_dump)
+    assert from_api["cluster"] == from_dump["cluster"]
+    assert from_api["kubernetes"]["source"] == "api"
+    agreement = Comparison(plan, namespaces, json.loads(dump_path.read_text())).compare(from_api)
+    assert not agreement.disagreements, agreement.disagreements
+    # s00 of a three-equal node set: 8 ready endpoints, refused (section 3's table).
+    assert explained.returncode == 1, explained.stderr
+    assert "MinAllocationExceedsOverloadThreshold" in explained.stdout
+
+
+def test_the_random_clusters_hold_the_boundary_shapes() -> None:
+    """What section 3's boundaries need is in every run of the default size, so a run
+    that passes has met each of them."""
+    plans = random_plans(SEED, NODE_SETS, SERVICES)
+    assert len(plans) >= 30
+    assert sum(len(plan.services) for plan in plans) >= 300
+    names = " ".join(plan.name for plan in plans)
+    assert all(shape in names for shape in SHAPES)
+    services = [service for plan in plans for service in plan.services]
+    distributions = {service.traffic_distribution for service in services}
+    assert {"PreferClose", "PreferSameZone", "PreferSameNode"} <= distributions
+    assert any(s.spec.get("internalTrafficPolicy") == "Local" for s in services)
+    old = "service.kubernetes.io/topology-aware-hints"
+    assert any(old in s.annotations and s.traffic_distribution for s in services)
+    assert any(
+        old in s.annotations and "service.kubernetes.io/topology-mode" in s.annotations
+        for s in services
+    )
+    pods = [pod for service in services for pod in service.pods]
+    assert any(pod.terminating for pod in pods)
+    assert any(not pod.ready and not pod.terminating for pod in pods)
+    nodes = [node for plan in plans for node in plan.nodes]
+    assert any(not node["status"]["allocatable"].get("cpu") for node in nodes)
+    assert any(node["status"]["conditions"][0]["status"] == "False" for node in nodes)
+    assert random_plans(SEED, 3, 20) == random_plans(SEED, 3, 20)
+
+
+def test_every_vector_is_built_or_said_why_not() -> None:
+    """A vector's entry is built, or left out with its reason; none is dropped silently."""
+    for reading in readings():
+        built = {(service.namespace.split("-", 1)[1], service.name) for service in reading.services}
+        assert reading.built_entries >= 0
+        assert reading.services or reading.left_out, reading.name
+        for line in reading.left_out:
+            assert ": " in line, line
+        assert built or reading.left_out
