@@ -14,12 +14,15 @@ and Pods that are Ready, not ready or terminating.
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Sequence
 
 from tests.realcluster.cluster import ZONE_LABEL, node_body
 from tests.realcluster.plans import ClusterPlan, Json, PodPlan, ServicePlan
 
+# In turn; the shapes whose node info is insufficient (zone-missing, cpu-missing,
+# single-zone) refuse every `auto` Service, so the others come more often.
 SHAPES = (
     "three-equal",
     "zone-missing",
@@ -27,8 +30,11 @@ SHAPES = (
     "unready",
     "uneven",
     "cpu-missing",
+    "uneven",
     "single-zone",
     "float-boundary",
+    "control-plane",
+    "uneven",
 )
 CPUS = ("1", "2", "4", "8", "16", "500m", "1500m", "2500m", "3", "750m")
 ZONES = ("zone-a", "zone-b", "zone-c", "zone-d")
@@ -231,3 +237,14 @@ def random_plans(
         random_plan(seed, first + index, per_set + (1 if index < extra else 0), distributions)
         for index in range(node_sets)
     ]
+
+
+# A run's size: REAL_CLUSTER_SEED, REAL_CLUSTER_NODE_SETS, REAL_CLUSTER_SERVICES (in all).
+SEED = int(os.environ.get("REAL_CLUSTER_SEED", "2026"))
+NODE_SETS = int(os.environ.get("REAL_CLUSTER_NODE_SETS", "30"))
+SERVICES = int(os.environ.get("REAL_CLUSTER_SERVICES", "300"))
+
+
+def configured_plans() -> list[ClusterPlan]:
+    """The run's plans, as the environment sizes it (30 node sets, 300 Services by default)."""
+    return random_plans(SEED, NODE_SETS, SERVICES)

@@ -48,7 +48,7 @@ from tests.realcluster.plans import (
     endpoint_key,
 )
 
-WRITERS = 6  # concurrent API writes while building (the API server takes them in parallel)
+WRITERS = 8  # concurrent API writes while building (the API server takes them in parallel)
 ENDPOINTS_TIMEOUT = 90.0
 POLL = 0.1
 MERGE_PATCH = "application/merge-patch+json"
@@ -86,9 +86,18 @@ def _pod_labels(service: str) -> dict[str, str]:
     return {SELECTOR_LABEL: service}
 
 
+def replace_nodes(cluster: RealCluster, nodes: Sequence[Json]) -> None:
+    """RealCluster.replace_nodes, its deletes and creates in parallel (a plan may hold the
+    Nodes of every vector)."""
+    existing = [node.metadata.name for node in cluster.core.list_node().items]
+    with ThreadPoolExecutor(WRITERS) as pool:
+        list(pool.map(cluster.core.delete_node, existing))
+        list(pool.map(cluster.core.create_node, [json.loads(json.dumps(n)) for n in nodes]))
+
+
 def build(cluster: RealCluster, plan: ClusterPlan, namespaces: dict[str, str]) -> None:
     """Steps 1-4 of the module docstring."""
-    cluster.replace_nodes(json.loads(json.dumps(node)) for node in plan.nodes)
+    replace_nodes(cluster, plan.nodes)
     for physical in namespaces.values():
         cluster.create_namespace(physical)
     pods = [
@@ -142,7 +151,7 @@ def build(cluster: RealCluster, plan: ClusterPlan, namespaces: dict[str, str]) -
                 f"{plan.name}: the API server refused {patch} for {service.name}: "
                 f"{error.status} {error.body}"
             ) from error
-    cluster.settle()
+    cluster.settle(namespaces=list(namespaces.values()))
 
 
 def _managed_endpoints(
@@ -194,10 +203,18 @@ def wait_for_endpoints(cluster: RealCluster, plan: ClusterPlan, namespaces: dict
 
 def clear(cluster: RealCluster, namespaces: Sequence[str]) -> None:
     """Services first (so that no Pod deletion syncs them), then Pods and every slice."""
-    for namespace in namespaces:
-        for service in cluster.core.list_namespaced_service(namespace).items:
-            with contextlib.suppress(ApiException):
-                cluster.core.delete_namespaced_service(service.metadata.name, namespace)
+    services = [
+        (namespace, service.metadata.name)
+        for namespace in namespaces
+        for service in cluster.core.list_namespaced_service(namespace).items
+    ]
+
+    def delete(item: tuple[str, str]) -> None:
+        with contextlib.suppress(ApiException):
+            cluster.core.delete_namespaced_service(item[1], item[0])
+
+    with ThreadPoolExecutor(WRITERS) as pool:
+        list(pool.map(delete, services))
     for namespace in namespaces:
         with contextlib.suppress(ApiException):
             cluster.core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
@@ -225,11 +242,21 @@ def built(cluster: RealCluster, plan: ClusterPlan) -> Iterator[dict[str, str]]:
 
 
 def run(cluster: RealCluster, plan: ClusterPlan, folder: Path, profile: Sequence[str] = ()) -> Run:
-    """Build, settle, dump, evaluate and compare one plan."""
-    with built(cluster, plan) as namespaces:
-        dump_path = folder / f"{plan.name}.dump.json"
+    """Build, settle, dump, evaluate and compare one plan (the plan is cleared while
+    `evaluate` reads the dump: the two do not meet)."""
+    prefix = f"r{next(_RUNS):03d}"
+    namespaces = {namespace: _physical(prefix, namespace) for namespace in plan.namespaces}
+    dump_path = folder / f"{plan.name}.dump.json"
+    try:
+        build(cluster, plan, namespaces)
         dump_path.write_bytes(cluster.dump())
-    result = evaluate(dump_path, profile)
+    except BaseException:
+        clear(cluster, list(namespaces.values()))
+        raise
+    with ThreadPoolExecutor(1) as pool:
+        cleared = pool.submit(clear, cluster, list(namespaces.values()))
+        result = evaluate(dump_path, profile)
+        cleared.result()
     dump = json.loads(dump_path.read_text())
     agreement = Comparison(plan, namespaces, dump).compare(result)
     return Run(plan, namespaces, dump_path, result, agreement)

@@ -19,9 +19,10 @@ from tests.realcluster.plans import ClusterPlan
 
 @dataclass
 class Tally:
-    """What one module checked on one control plane (`plane`: "1.37", "1.34 gates ...")."""
+    """What one kind of plan checked on one control plane (`plane`: "1.37", "1.34", ...)."""
 
     plane: str
+    kind: str
     plans: int = 0
     vectors: set[str] = field(default_factory=set)
     services: int = 0
@@ -48,6 +49,7 @@ class Tally:
             return
         line = {
             "plane": self.plane,
+            "kind": self.kind,
             "plans": self.plans,
             "vectors": sorted(self.vectors),
             "services": self.services,

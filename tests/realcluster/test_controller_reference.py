@@ -4,14 +4,14 @@ settled the exporter's result on the real `kubectl` dump must say what the contr
 Service by Service and endpoint by endpoint (tests/realcluster/agreement.py says how).
 
 The random clusters: REAL_CLUSTER_SEED (default 2026), REAL_CLUSTER_NODE_SETS (default 30)
-and REAL_CLUSTER_SERVICES (default 330, spread over the node sets); a failure names the
+and REAL_CLUSTER_SERVICES (default 300, spread over the node sets); a failure names the
 plan (its seed and index) and leaves the plan and the dump in files to look at.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,18 +22,22 @@ from tests.realcluster import reference
 from tests.realcluster.agreement import Comparison
 from tests.realcluster.cluster import RealCluster
 from tests.realcluster.plans import ClusterPlan
-from tests.realcluster.random_clusters import SHAPES, random_plan, random_plans
+from tests.realcluster.random_clusters import (
+    NODE_SETS,
+    SEED,
+    SERVICES,
+    SHAPES,
+    configured_plans,
+    random_plan,
+    random_plans,
+)
 from tests.realcluster.tally import Tally
 from tests.realcluster.vectors import readings, vector_plans
 
 pytestmark = pytest.mark.real
 
-SEED = int(os.environ.get("REAL_CLUSTER_SEED", "2026"))
-NODE_SETS = int(os.environ.get("REAL_CLUSTER_NODE_SETS", "30"))
-SERVICES = int(os.environ.get("REAL_CLUSTER_SERVICES", "330"))
-
 VECTOR_PLANS = vector_plans()
-RANDOM_PLANS = random_plans(SEED, NODE_SETS, SERVICES)
+RANDOM_PLANS = configured_plans()
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +46,15 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def tally() -> Iterator[Tally]:
-    counts = Tally("1.37")
+def vector_tally() -> Iterator[Tally]:
+    counts = Tally("1.37", "vectors")
+    yield counts
+    counts.write()
+
+
+@pytest.fixture(scope="module")
+def random_tally() -> Iterator[Tally]:
+    counts = Tally("1.37", f"random seed {SEED}")
     yield counts
     counts.write()
 
@@ -58,19 +69,19 @@ def _check(cluster: RealCluster, plan: ClusterPlan, folder: Path, tally: Tally) 
 
 @pytest.mark.parametrize("plan", VECTOR_PLANS, ids=lambda plan: plan.name)
 def test_a_conformance_vector_agrees_with_the_real_controller(
-    plan: ClusterPlan, real_cluster: RealCluster, folder: Path, tally: Tally
+    plan: ClusterPlan, real_cluster: RealCluster, folder: Path, vector_tally: Tally
 ) -> None:
     """The vector's Services, built from Pods on its Nodes: the exporter says what the
     controller wrote, and the vector's expected verdict is the real cluster's."""
-    _check(real_cluster, plan, folder, tally)
+    _check(real_cluster, plan, folder, vector_tally)
 
 
 @pytest.mark.parametrize("plan", RANDOM_PLANS, ids=lambda plan: plan.name)
 def test_a_random_cluster_agrees_with_the_real_controller(
-    plan: ClusterPlan, real_cluster: RealCluster, folder: Path, tally: Tally
+    plan: ClusterPlan, real_cluster: RealCluster, folder: Path, random_tally: Tally
 ) -> None:
     """Seeded random node sets and Services: the exporter says what the controller wrote."""
-    _check(real_cluster, plan, folder, tally)
+    _check(real_cluster, plan, folder, random_tally)
 
 
 def test_the_live_api_server_gives_the_same_result_as_the_dump(
@@ -103,9 +114,21 @@ def test_the_live_api_server_gives_the_same_result_as_the_dump(
     assert from_api["kubernetes"]["source"] == "api"
     agreement = Comparison(plan, namespaces, json.loads(dump_path.read_text())).compare(from_api)
     assert not agreement.disagreements, agreement.disagreements
-    # s00 of a three-equal node set: 8 ready endpoints, refused (section 3's table).
+    # s00 of a three-equal node set: 8 ready endpoints, refused (section 3's table), and the
+    # event explain expects is the one the controller recorded.
     assert explained.returncode == 1, explained.stderr
     assert "MinAllocationExceedsOverloadThreshold" in explained.stdout
+    said = re.search(
+        r'Expected event: +Warning TopologyAwareHintsDisabled "([^"]+)"', explained.stdout
+    )
+    assert said is not None, explained.stdout
+    expected_message = " ".join(said.group(1).split())
+    recorded = Comparison(plan, namespaces, json.loads(dump_path.read_text())).observed(
+        namespaces[refused.namespace], "s00", "IPv4"
+    )
+    latest = recorded.latest()
+    assert latest is not None
+    assert latest["message"].startswith(expected_message), (latest["message"], expected_message)
 
 
 def test_the_random_clusters_hold_the_boundary_shapes() -> None:

@@ -27,12 +27,15 @@ Adapted, and said so in the plan: an endpoint without nodeName runs on a node of
 `serving` takes the value the Pod's readiness gives. None of these changes the controller's
 inputs for the verdict (N, zones, the Service), so the vector's expected verdict is compared
 too. Hand-written (unmanaged) slices are created as they are: the controller leaves them
-alone. Vectors with the same Nodes share one plan (one node set), each in namespaces of its
-own.
+alone. Vectors with the same Nodes share one plan (one node set) for their `auto`
+Services, each in namespaces of its own; every other Service (trafficDistribution, or no
+mechanism) goes into one plan with the Nodes of every vector, renamed per vector: the
+controller's hints for those read no CPU, only each endpoint's own zone and node.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from collections.abc import Mapping
@@ -337,24 +340,106 @@ def _node_key(reading: VectorReading) -> str:
     )
 
 
+def reads_capacity(service: ServicePlan) -> bool:
+    """The controller's output for the Service depends on the cluster's CPU: its `auto`
+    annotation is on (section 1: the deprecated key decides when present)."""
+    annotations = service.annotations
+    value = annotations.get(DEPRECATED_HINTS, annotations.get(TOPOLOGY_MODE))
+    return value in {"Auto", "auto"}
+
+
+def _renamed(node: Json, prefix: str) -> Json:
+    body: Json = json.loads(json.dumps(node))
+    body["metadata"]["name"] = f"{prefix}-{node['metadata']['name']}"
+    return body
+
+
+def _moved(service: ServicePlan, prefix: str) -> ServicePlan:
+    """The Service in the shared plan: its nodes, name and Pods named after its vector, in
+    a namespace shared by the vectors (few namespaces keep the settle's Event reads few)."""
+    pods = tuple(
+        dataclasses.replace(pod, name=f"{prefix}-{pod.name}", node=f"{prefix}-{pod.node}")
+        for pod in service.pods
+    )
+    return dataclasses.replace(
+        service, namespace=_shared(service.namespace), name=f"{prefix}-{service.name}", pods=pods
+    )
+
+
+def _shared(namespace: str) -> str:
+    return "free-" + namespace.split("-", 1)[1]
+
+
+def _moved_slice(item: Json, prefix: str) -> Json:
+    body: Json = json.loads(json.dumps(item))
+    metadata = body["metadata"]
+    metadata["name"] = f"{prefix}-{metadata['name']}"
+    metadata["namespace"] = _shared(metadata["namespace"])
+    labels = metadata.setdefault("labels", {})
+    if SERVICE_NAME in labels:
+        labels[SERVICE_NAME] = f"{prefix}-{labels[SERVICE_NAME]}"
+    return body
+
+
+def _of(item: Json, services: list[ServicePlan]) -> bool:
+    """The hand-written slice belongs to one of `services`."""
+    owner = (item["metadata"]["namespace"], item["metadata"].get("labels", {}).get(SERVICE_NAME))
+    return owner in {(service.namespace, service.name) for service in services}
+
+
 def vector_plans(chosen: list[VectorReading] | None = None) -> list[ClusterPlan]:
-    """One plan per node set among the vectors that have anything to build."""
+    """One plan per node set among the vectors' capacity-reading (`auto`) Services, and
+    one for every other Service of every vector, whose hints no Node's CPU changes: that
+    plan holds all the vectors' Nodes at once, each named after its vector."""
     groups: dict[str, list[VectorReading]] = {}
+    free: list[tuple[VectorReading, list[ServicePlan]]] = []
     for reading in chosen if chosen is not None else readings():
-        if reading.services:
+        if any(reads_capacity(service) for service in reading.services):
             groups.setdefault(_node_key(reading), []).append(reading)
+        others = [service for service in reading.services if not reads_capacity(service)]
+        if others:
+            free.append((reading, others))
     plans = []
     for members in groups.values():
         first = members[0]
+        services = [s for member in members for s in member.services if reads_capacity(s)]
         plans.append(
             ClusterPlan(
                 name=f"vectors-{first.name}"
                 + (f"-and-{len(members) - 1}" if len(members) > 1 else ""),
                 origin="tests/conformance: " + ", ".join(member.name for member in members),
                 nodes=first.nodes,
-                services=tuple(service for member in members for service in member.services),
-                slices=tuple(item for member in members for item in member.slices),
+                services=tuple(services),
+                slices=tuple(
+                    item for member in members for item in member.slices if _of(item, services)
+                ),
                 expected_cluster=first.expected_cluster,
+            )
+        )
+    if free:
+        prefixes = {reading.name: f"v{index}" for index, (reading, _) in enumerate(free)}
+        plans.append(
+            ClusterPlan(
+                name="vectors-without-auto",
+                origin="tests/conformance: " + ", ".join(reading.name for reading, _ in free),
+                # The Nodes that run an endpoint: the only ones these Services' hints read.
+                nodes=tuple(
+                    _renamed(node, prefixes[reading.name])
+                    for reading, services in free
+                    for node in reading.nodes
+                    if node["metadata"]["name"] in {pod.node for s in services for pod in s.pods}
+                ),
+                services=tuple(
+                    _moved(service, prefixes[reading.name])
+                    for reading, services in free
+                    for service in services
+                ),
+                slices=tuple(
+                    _moved_slice(item, prefixes[reading.name])
+                    for reading, services in free
+                    for item in reading.slices
+                    if _of(item, services)
+                ),
             )
         )
     return plans
