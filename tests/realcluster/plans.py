@@ -63,6 +63,8 @@ class ServicePlan:
     expected: Mapping[str, Any] | None = None
     # How the entry was adapted to be expressible (empty when it was not).
     adapted: tuple[str, ...] = ()
+    # The conformance vector it comes from ("" for random Services).
+    vector: str = ""
 
     def body(self) -> Json:
         spec = json.loads(json.dumps(dict(self.spec)))

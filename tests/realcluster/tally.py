@@ -34,8 +34,7 @@ class Tally:
 
     def add(self, plan: ClusterPlan, agreement: Agreement) -> None:
         self.plans += 1
-        if plan.origin.startswith("tests/conformance: "):
-            self.vectors.update(plan.origin.removeprefix("tests/conformance: ").split(", "))
+        self.vectors.update(service.vector for service in plan.services if service.vector)
         self.services += agreement.services
         self.entries += agreement.entries
         self.vector_entries += agreement.vector_entries

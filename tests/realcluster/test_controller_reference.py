@@ -32,7 +32,7 @@ from tests.realcluster.random_clusters import (
     random_plans,
 )
 from tests.realcluster.tally import Tally
-from tests.realcluster.vectors import readings, vector_plans
+from tests.realcluster.vectors import VECTORS, readings, vector_plans
 
 pytestmark = pytest.mark.real
 
@@ -158,12 +158,22 @@ def test_the_random_clusters_hold_the_boundary_shapes() -> None:
     assert random_plans(SEED, 3, 20) == random_plans(SEED, 3, 20)
 
 
-def test_every_vector_is_built_or_said_why_not() -> None:
-    """A vector's entry is built, or left out with its reason; none is dropped silently."""
+def test_every_vector_entry_is_built_or_said_why_not() -> None:
+    """Each entry of each vector's expected file is built (a Service with that expected
+    verdict) or left out with its reason; none is dropped silently."""
     for reading in readings():
-        built = {(service.namespace.split("-", 1)[1], service.name) for service in reading.services}
-        assert reading.built_entries >= 0
-        assert reading.services or reading.left_out, reading.name
-        for line in reading.left_out:
-            assert ": " in line, line
-        assert built or reading.left_out
+        expected = json.loads((VECTORS / f"{reading.name}.expected.json").read_text())
+        built = {
+            (service.namespace.split("-", 1)[1], service.name)
+            for service in reading.services
+            if service.expected is not None
+        }
+        for entry in expected["services"]:
+            key = (entry["namespace"], entry["name"])
+            where = f"{key[0]}/{key[1]} {entry['address_type']}"
+            reasons = [line for line in reading.left_out if line.startswith(where + ": ")]
+            if entry["address_type"] == "IPv4" and key in built:
+                assert not reasons, (reading.name, where)
+            else:
+                assert len(reasons) == 1, (reading.name, where, reading.left_out)
+        assert reading.built_entries + len(reading.left_out) == reading.entries

@@ -17,7 +17,9 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _pytest.mark import ParameterSet
@@ -125,12 +127,23 @@ def test_the_components_run_the_gates_of_the_emulated_minor(emulated: Started) -
         assert gate not in controller
 
 
-def _create(plane: ControlPlane, value: str) -> tuple[int, list[str], str]:
-    """A dry-run Service create with `trafficDistribution: value`: status, warnings, message."""
-    body = {
-        "metadata": {"name": "admission"},
-        "spec": {"ports": [{"port": 80}], "selector": {"app": "x"}, "trafficDistribution": value},
-    }
+@dataclass(frozen=True)
+class Admission:
+    """A dry-run create's answer: status, Warning headers, and the object or the message."""
+
+    status: int
+    warnings: list[str]
+    answer: dict[str, Any]
+
+
+def _create(
+    plane: ControlPlane, value: str | None, annotations: dict[str, str] | None = None
+) -> Admission:
+    """A dry-run Service create (`trafficDistribution: value`, `annotations`)."""
+    spec: dict[str, object] = {"ports": [{"port": 80}], "selector": {"app": "x"}}
+    if value is not None:
+        spec["trafficDistribution"] = value
+    body = {"metadata": {"name": "admission", "annotations": annotations or {}}, "spec": spec}
     request = urllib.request.Request(  # noqa: S310 - our own API server
         plane.url + "/api/v1/namespaces/default/services?dryRun=All",
         data=json.dumps(body).encode(),
@@ -143,32 +156,45 @@ def _create(plane: ControlPlane, value: str) -> tuple[int, list[str], str]:
     context = ssl.create_default_context(cafile=str(plane.ca_file))
     try:
         with urllib.request.urlopen(request, context=context, timeout=10) as answer:  # noqa: S310
-            return answer.status, answer.headers.get_all("Warning") or [], ""
+            return Admission(
+                answer.status, answer.headers.get_all("Warning") or [], json.load(answer)
+            )
     except urllib.error.HTTPError as error:
-        return (
-            error.code,
-            error.headers.get_all("Warning") or [],
-            json.loads(error.read())["message"],
-        )
+        return Admission(error.code, error.headers.get_all("Warning") or [], json.load(error))
 
 
 def test_the_api_server_admits_the_values_its_gate_allows(emulated: Started) -> None:
-    """PreferSameZone and PreferSameNode need the API server's gate; a value no version
-    knows is refused everywhere; PreferClose is admitted everywhere, with the deprecation
-    warning (the 1.37 code warns whatever the emulated minor or gate)."""
+    """PreferSameZone and PreferSameNode need the API server's gate (refused, not dropped,
+    without it); a value no version knows is refused everywhere; PreferClose is admitted
+    everywhere with the deprecation warning (the 1.37 code warns whatever the emulated minor
+    or gate, even where it refuses the PreferSameZone it advises)."""
     plane = emulated.control_plane
-    for value in ALL_VALUES:
-        status, warnings, message = _create(plane, value)
+    for value in (*ALL_VALUES, "PreferRegion"):
+        admission = _create(plane, value)
         if value in emulated.plane.admitted:
-            assert status == 201, message
+            assert admission.status == 201, admission.answer
+            assert admission.answer["spec"]["trafficDistribution"] == value
         else:
-            assert status == 422
-            assert f'Unsupported value: "{value}"' in message
-        if value == "PreferClose":
-            assert any('"PreferClose\\" is deprecated' in warning for warning in warnings), warnings
-    status, _, message = _create(plane, "PreferRegion")
-    assert status == 422
-    assert 'Unsupported value: "PreferRegion"' in message
+            assert admission.status == 422
+            assert f'Unsupported value: "{value}"' in admission.answer["message"]
+        deprecated = any('"PreferClose\\" is deprecated' in w for w in admission.warnings)
+        assert deprecated is (value == "PreferClose"), admission.warnings
+
+
+def test_the_api_server_checks_the_topology_annotations(emulated: Started) -> None:
+    """Section 1 and the topology-mode-deprecated notice: the two keys must agree, and no
+    API server warns about the annotation itself."""
+    plane = emulated.control_plane
+    mode = "service.kubernetes.io/topology-mode"
+    hints = "service.kubernetes.io/topology-aware-hints"
+    alone = _create(plane, None, {mode: "Auto"})
+    assert alone.status == 201
+    assert alone.warnings == []
+    agreeing = _create(plane, None, {mode: "Auto", hints: "Auto"})
+    assert agreeing.status == 201
+    differing = _create(plane, None, {mode: "Auto", hints: "Disabled"})
+    assert differing.status == 422
+    assert f"must match annotations[{hints}] when both are specified" in differing.answer["message"]
 
 
 # --- the controller, compared with the exporter under the plane's profile ----------------

@@ -299,6 +299,7 @@ def read_vector(path: Path, index: int) -> VectorReading:
                 selector=selector,
                 expected=expected_entries.get((namespace, service_name, "IPv4")),
                 adapted=tuple(found.adapted),
+                vector=name,
             )
         )
         reading.slices += [
