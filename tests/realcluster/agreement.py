@@ -59,8 +59,13 @@ EVENT_REASONS: Mapping[str, str] = {
 TOLERANCE = 1e-3
 
 
+# client-go's event aggregator rewrites the message of an object's 11th similar event.
+AGGREGATED = "(combined from similar events): "
+
+
 def event_reason(message: str) -> str:
     """The reason constant a controller event message stands for ("?" if none)."""
+    message = message.removeprefix(AGGREGATED)
     for prefix, reason in EVENT_REASONS.items():
         if message.startswith(prefix):
             return reason
