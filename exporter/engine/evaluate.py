@@ -283,6 +283,7 @@ def evaluate_entry(inputs: EntryInputs, context: NodeContext) -> EntryVerdict:
         hinted=inputs.hinted,
         every_endpoint_has_zone=sum(inputs.zone_endpoints.values()) == ready,
         hinted_by_zone=hinted_by_zone,
+        zone_endpoints=inputs.zone_endpoints,
     )
     drift = judgement.drift
     if drift is None:

@@ -7,6 +7,7 @@ entries of one node view share them through one `Judgements` (exporter.engine.co
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -17,6 +18,7 @@ from exporter.engine.capacity import ClusterCapacity
 from exporter.engine.health import DriftKind, counted_drift_kinds, load_factor
 from exporter.engine.mechanism import Mechanism
 from exporter.engine.reasons import DisableReason
+from exporter.engine.redistribution import settled_hints
 
 
 class ExpectedState(StrEnum):
@@ -70,11 +72,13 @@ class Judgements:
     Like whatif.Feasibility, the memo is a value that lives as long as its capacity.
     """
 
-    __slots__ = ("_capacity", "_memo", "allocations_computed")
+    __slots__ = ("_capacity", "_memo", "_settled", "allocations_computed")
 
     def __init__(self, capacity: ClusterCapacity) -> None:
         self._capacity = capacity
         self._memo: dict[_JudgementKey, Judgement] = {}
+        # Judgements re-read where the controller settles (rare: see _where_hints_settle).
+        self._settled: dict[tuple[_JudgementKey, tuple[tuple[str, int], ...]], Judgement] = {}
         # How many allocations were run (not served from the memo): what tests count.
         self.allocations_computed = 0
 
@@ -90,18 +94,55 @@ class Judgements:
         hinted: int,
         every_endpoint_has_zone: bool,
         hinted_by_zone: Mapping[str, int],
+        zone_endpoints: Mapping[str, int] | None = None,
     ) -> Judgement:
+        """`zone_endpoints`: the counted endpoints per zone they run in, which say where the
+        controller's own redistribution leaves the hints (behaviour §3)."""
         # Hints for the empty zone name never count: no zone of the capacity is named "".
         hinted_zones = tuple(sorted((zone, n) for zone, n in hinted_by_zone.items() if zone and n))
         key = (mechanism, ready, hinted, every_endpoint_has_zone, hinted_zones)
-        try:
-            return self._memo[key]
-        except KeyError:
-            pass
-        judgement = self._memo[key] = self._judge(
-            mechanism, ready, hinted, every_endpoint_has_zone, dict(hinted_zones)
-        )
+        judgement = self._memo.get(key)
+        if judgement is None:
+            judgement = self._memo[key] = self._judge(
+                mechanism, ready, hinted, every_endpoint_has_zone, dict(hinted_zones)
+            )
+        if zone_endpoints and judgement.drift and DriftKind.ZONE_OUT_OF_RANGE in judgement.drift:
+            return self._where_hints_settle(judgement, key, zone_endpoints)
         return judgement
+
+    def _where_hints_settle(
+        self, judgement: Judgement, key: _JudgementKey, zone_endpoints: Mapping[str, int]
+    ) -> Judgement:
+        """No zone-out-of-range where the counts are those the controller settles on.
+
+        Its redistribution can leave a zone below its minimum for good (a zone's figure
+        under 0.5 gives nothing; endpoints of a zone without allocation never move): that
+        is the controller's result, not a lag (exporter.engine.redistribution).
+        """
+        located = tuple(sorted((zone, n) for zone, n in zone_endpoints.items() if n))
+        memo_key = (key, located)
+        found = self._settled.get(memo_key)
+        if found is not None:
+            return found
+        allocations = {
+            zone: Allocation(verdict.minimum, verdict.desired, verdict.maximum)
+            for zone, verdict in judgement.zones.items()
+            if verdict.minimum is not None
+            and verdict.desired is not None
+            and verdict.maximum is not None
+        }
+        ranges = settled_hints(allocations, dict(located))
+        hinted = dict(key[4])
+        settled = set(hinted) <= set(ranges) and all(
+            fewest <= hinted.get(zone, 0) <= most for zone, (fewest, most) in ranges.items()
+        )
+        drift = judgement.drift or frozenset()
+        found = self._settled[memo_key] = (
+            dataclasses.replace(judgement, drift=drift - {DriftKind.ZONE_OUT_OF_RANGE})
+            if settled
+            else judgement
+        )
+        return found
 
     def _judge(
         self,

@@ -139,6 +139,7 @@ def rejudged(
         hinted=verdict.hinted_endpoints,
         every_endpoint_has_zone=sum(verdict.zone_endpoints.values()) == verdict.ready_endpoints,
         hinted_by_zone=hinted_by_zone,
+        zone_endpoints=verdict.zone_endpoints,
     )
     return EntryVerdict(
         service=verdict.service,

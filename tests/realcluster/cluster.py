@@ -251,15 +251,35 @@ class RealCluster:
             timeout=60,
         ).stdout
 
-    def settle(self, timeout: float = SETTLE_TIMEOUT, quiet: float = QUIET) -> None:
-        """Wait until the EndpointSlice controller is idle and its Events still for `quiet`."""
+    def events_marker(self, namespaces: Sequence[str]) -> str:
+        """What changes when an Event of these namespaces is recorded or aggregated: unlike a
+        list's resourceVersion, not every write of the cluster (lease renewals, ~2 per 10 s)."""
+        versions = [
+            int(event.metadata.resource_version)
+            for namespace in namespaces
+            for event in self.core.list_namespaced_event(namespace).items
+        ]
+        return f"{len(versions)}/{max(versions, default=0)}"
+
+    def settle(
+        self,
+        timeout: float = SETTLE_TIMEOUT,
+        quiet: float = QUIET,
+        namespaces: Sequence[str] | None = None,
+    ) -> None:
+        """Wait until the EndpointSlice controller is idle and its Events still for `quiet`.
+
+        `namespaces`: watch only the Events of these (the controller records them on the
+        Services it syncs), so that unrelated writes do not restart the quiet period.
+        """
         deadline = time.monotonic() + timeout
         last: tuple[float, str] | None = None
         still_since = time.monotonic()
         state = QueueState(0, 0, 0)
         while time.monotonic() < deadline:
             state = queue_state(self.plane.controller_manager_metrics())
-            marker = (state.adds, self.events_version())
+            events = self.events_version() if namespaces is None else self.events_marker(namespaces)
+            marker = (state.adds, events)
             if not state.idle or marker != last:
                 last, still_since = marker, time.monotonic()
             elif time.monotonic() - still_since >= quiet:

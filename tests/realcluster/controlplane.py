@@ -52,17 +52,28 @@ class ControlPlaneSettings:
     # (name, value) pairs, in flag order; a tuple so settings can key a session's planes.
     feature_gates: tuple[tuple[str, bool], ...] = ()
     extra_apiserver_args: tuple[str, ...] = ()
+    # Gates given to kube-controller-manager only, after `feature_gates` (version skew during
+    # an upgrade: the API server already newer than the controller manager).
+    controller_manager_feature_gates: tuple[tuple[str, bool], ...] = ()
 
     @property
     def gate_flag(self) -> list[str]:
-        if not self.feature_gates:
-            return []
-        pairs = ",".join(f"{name}={str(on).lower()}" for name, on in self.feature_gates)
-        return [f"--feature-gates={pairs}"]
+        return _gate_flag(self.feature_gates)
+
+    @property
+    def controller_manager_gate_flag(self) -> list[str]:
+        return _gate_flag((*self.feature_gates, *self.controller_manager_feature_gates))
 
     @property
     def emulation_flag(self) -> list[str]:
         return [f"--emulated-version={self.emulated_version}"] if self.emulated_version else []
+
+
+def _gate_flag(gates: tuple[tuple[str, bool], ...]) -> list[str]:
+    if not gates:
+        return []
+    pairs = ",".join(f"{name}={str(on).lower()}" for name, on in gates)
+    return [f"--feature-gates={pairs}"]
 
 
 def _openssl(*args: str) -> None:
@@ -289,7 +300,7 @@ class ControlPlane:
                     # Prometheus and the settle check read /metrics without credentials.
                     "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
                     *self.settings.emulation_flag,
-                    *self.settings.gate_flag,
+                    *self.settings.controller_manager_gate_flag,
                 ],
                 self.base / "kube-controller-manager.log",
             )
