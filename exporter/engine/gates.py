@@ -37,6 +37,12 @@ class Stage(StrEnum):
     BETA = "BETA"
     GA = "GA"
 
+    @property
+    def label(self) -> str:
+        """The `stage` label of `kubernetes_feature_enabled`: component-base's GA prerelease
+        is the empty string, so a GA gate's series carries `stage=""` there (and ours)."""
+        return "" if self is Stage.GA else self.value
+
 
 @dataclass(frozen=True, slots=True)
 class FeatureSpec:

@@ -100,8 +100,8 @@ def test_serve_exports_the_api_servers_version_and_what_it_refuses(
         assert _notices(result, **CLOSE) == set()
         for component in ("controller", "kube-proxy"):
             assert _gates(result, component) == {
-                ("TopologyAwareHints", "GA"): 1,
-                ("ServiceTrafficDistribution", "GA"): 1,
+                ("TopologyAwareHints", ""): 1,
+                ("ServiceTrafficDistribution", ""): 1,
                 ("PreferSameTrafficDistribution", "ALPHA"): 0,
             }
         # kube-proxy 1.33 ignores node hints: the PreferSameNode Service routes same-zone.
@@ -208,7 +208,7 @@ def test_an_upgrade_that_locks_a_flagged_gate_keeps_the_locked_value(
         kube_api.up()
         eventually(exporter, lambda r: _cluster_info(r) == [("1.35", "api")])
         result = eventually(exporter, lambda r: not _issues(r, **ZONAL))
-        assert _gates(result, "controller")[("PreferSameTrafficDistribution", "GA")] == 1
+        assert _gates(result, "controller")[("PreferSameTrafficDistribution", "")] == 1
     assert any(entry["event"] == "a --feature-gates value is ignored" for entry in logs)
 
 
@@ -233,7 +233,7 @@ def test_serve_evaluates_an_emulating_api_server_at_its_emulated_version(
         # The 1.36 binary has only PreferSameTrafficDistribution, at its 1.33 spec; kube-proxy
         # (no emulation) is taken to be 1.33.
         assert _gates(result, "controller") == {("PreferSameTrafficDistribution", "ALPHA"): 0}
-        assert ("ServiceTrafficDistribution", "GA") in _gates(result, "kube-proxy")
+        assert ("ServiceTrafficDistribution", "") in _gates(result, "kube-proxy")
         status, body = http_get(base_url(exporter) + "/api/v1/evaluation")
         assert status == 200
         profile = json.loads(body)["kubernetes"]

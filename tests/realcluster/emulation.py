@@ -46,6 +46,12 @@ class Emulated:
         return ALL_VALUES if self.controller_gate[1] else ("PreferClose",)
 
     @property
+    def gate_flags(self) -> list[str]:
+        """--feature-gates as the controller manager was given it: /version cannot say a
+        gate was set, so an operator passes the exporter the same setting."""
+        return [] if self.controller_gate[1] else ["--feature-gates", f"{PREFER_SAME}=false"]
+
+    @property
     def profile(self) -> list[str]:
         """The exporter's flags for the controller's version and gates."""
         flags = ["--kubernetes-version", f"1.{self.minor}"]

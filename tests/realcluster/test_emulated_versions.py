@@ -3,9 +3,9 @@ v1.37.2 emulating 1.34, 1.35 and 1.36, at 1.34 with PreferSameTrafficDistributio
 1.33 behaviour), and at 1.34 with only the controller manager's gate off (an upgrade's skew).
 
 Each plane is started once, for the tests that use it, and stopped before the next starts.
-Tests marked `xfail(strict=True)` assert what section 12 (corrected where upstream
-disagrees) asks of the exporter and fail until issue 27 is merged; strict, so that they
-turn into failures to unmark once it is.
+Where SPEC section 12 and the binaries disagreed, the binaries won (docs/behaviour.md
+section 12): an emulating binary knows only its own gates, and a GA gate's stage label
+is "" in kubernetes_feature_enabled.
 """
 
 from __future__ import annotations
@@ -48,11 +48,6 @@ from tests.realcluster.vectors import reads_capacity
 
 pytestmark = pytest.mark.real
 
-ISSUE_27 = pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 27 (branch versions): the exporter reads emulationMinor and the gates table",
-)
 # Where switching a Service to PreferSameZone shows the controller's gate: kept, removed.
 SWITCHED = ("1.34", "1.34-controller-gate-off")
 # The random clusters run again on every emulated plane (their index in the 1.37 run).
@@ -81,7 +76,8 @@ class Started:
     def evaluated(self) -> dict[str, Any]:
         """`evaluate --kubeconfig` against the plane (once)."""
         if self._evaluated is None:
-            answer = run_cli("evaluate", "--kubeconfig", str(self.control_plane.admin_kubeconfig))
+            kubeconfig = str(self.control_plane.admin_kubeconfig)
+            answer = run_cli("evaluate", "--kubeconfig", kubeconfig, *self.plane.gate_flags)
             assert answer.returncode in {0, 1}, answer.stderr
             self._evaluated = json.loads(answer.stdout)
         return self._evaluated
@@ -91,7 +87,12 @@ class Started:
         if self._metrics is None:
             kubeconfig = str(self.control_plane.admin_kubeconfig)
             with (
-                serving("--kubeconfig", kubeconfig, log=self.folder / "serve.log") as exporter,
+                serving(
+                    "--kubeconfig",
+                    kubeconfig,
+                    *self.plane.gate_flags,
+                    log=self.folder / "serve.log",
+                ) as exporter,
                 urllib.request.urlopen(exporter.url + "/metrics", timeout=10) as answer,  # noqa: S310
             ):
                 self._metrics = answer.read().decode()
@@ -321,29 +322,11 @@ def test_the_controller_removes_hints_for_a_value_its_gate_refuses(emulated: Sta
 
 # --- the exporter reads the emulated version from /version --------------------------------
 #
-# What is still pending is said per plane: issue 27 everywhere; two sentences of SPEC
-# section 12 where upstream disagrees (see the report): an emulating binary knows only its
-# own gates (so emulating 1.34 or 1.35 it has no ServiceTrafficDistribution or
-# TopologyAwareHints), and kubernetes_feature_enabled's stage label of a GA gate is "".
-SPEC_GATES = "SPEC section 12: an emulating binary knows only its own gates"
-SPEC_STAGE = 'SPEC section 12: a GA gate\'s stage label is "" in kubernetes_feature_enabled'
-
-
-def _pending(request: pytest.FixtureRequest, plane: Emulated, *, gates: bool, stage: bool) -> None:
-    reasons = ["issue 27 (branch versions)"]
-    if gates and plane.minor < 36:
-        reasons.append(SPEC_GATES)
-    if stage and plane.controller_gate[0] == "":
-        reasons.append(SPEC_STAGE)
-    request.applymarker(
-        pytest.mark.xfail(strict=True, raises=AssertionError, reason="; ".join(reasons))
-    )
 
 
 def test_evaluate_reads_the_emulated_version_from_the_api_server(
-    emulated: Started, request: pytest.FixtureRequest
+    emulated: Started,
 ) -> None:
-    _pending(request, emulated.plane, gates=False, stage=False)
     kubernetes = emulated.evaluated()["kubernetes"]
     assert kubernetes["version"] == f"1.{emulated.plane.minor}"
     assert kubernetes["binary_version"] == f"1.{BINARY_MINOR}"
@@ -351,31 +334,31 @@ def test_evaluate_reads_the_emulated_version_from_the_api_server(
 
 
 def test_evaluate_names_exactly_the_gates_the_controller_manager_has(
-    emulated: Started, request: pytest.FixtureRequest
+    emulated: Started,
 ) -> None:
-    _pending(request, emulated.plane, gates=True, stage=False)
     controller = _features(emulated.control_plane.controller_manager_metrics())
     kubernetes = emulated.evaluated()["kubernetes"]
     assert kubernetes["feature_gates"] == {PREFER_SAME: controller[PREFER_SAME][1]}
 
 
 def test_serve_exports_the_emulated_version(
-    emulated: Started, request: pytest.FixtureRequest
+    emulated: Started,
 ) -> None:
-    _pending(request, emulated.plane, gates=False, stage=False)
-    metrics = emulated.served_metrics()
-    info = f'kubernetes_version="1.{emulated.plane.minor}",binary_version="1.{BINARY_MINOR}"'
-    assert re.search(r"topology_hints_cluster_info\{[^}]*" + re.escape(info), metrics), [
-        line for line in metrics.splitlines() if "cluster_info" in line
+    info = _samples(emulated.served_metrics(), "topology_hints_cluster_info")
+    assert [labels for labels, _ in info] == [
+        {
+            "kubernetes_version": f"1.{emulated.plane.minor}",
+            "binary_version": f"1.{BINARY_MINOR}",
+            "source": "api",
+        }
     ]
 
 
 def test_serve_exports_the_gates_as_the_controller_manager_does(
-    emulated: Started, request: pytest.FixtureRequest
+    emulated: Started,
 ) -> None:
     """topology_hints_feature_gate_enabled{component="controller"} holds the series the
     controller manager's own kubernetes_feature_enabled holds for section 12's gates."""
-    _pending(request, emulated.plane, gates=True, stage=True)
     ours = {
         (labels["name"], labels.get("stage", "?"), value == 1)
         for labels, value in _samples(
@@ -389,20 +372,33 @@ def test_serve_exports_the_gates_as_the_controller_manager_does(
 
 
 def test_a_gate_the_emulating_binaries_do_not_know_is_refused(
-    emulated: Started, request: pytest.FixtureRequest
+    emulated: Started,
 ) -> None:
     """The real components refuse ServiceTrafficDistribution at every emulated minor (their
-    binary has no such gate), so the exporter reading such a server refuses it too."""
-    _pending(request, emulated.plane, gates=True, stage=False)
-    answer = run_cli(
-        "evaluate",
-        "--kubeconfig",
-        str(emulated.control_plane.admin_kubeconfig),
-        "--feature-gates",
-        "ServiceTrafficDistribution=true",
+    binary has no such gate). The exporter reading such a server refuses it too when
+    kube-proxy is as new as the binaries; with kube-proxy taken at the emulated version
+    (the default), the setting reaches kube-proxy alone, as a gate given once applies to
+    each component whose version has it (behaviour section 12)."""
+    kubeconfig = str(emulated.control_plane.admin_kubeconfig)
+    gate = ["--feature-gates", "ServiceTrafficDistribution=true"]
+    refused = run_cli(
+        "evaluate", "--kubeconfig", kubeconfig, "--kube-proxy-version", f"1.{BINARY_MINOR}", *gate
     )
-    assert answer.returncode == 2
-    assert len(answer.stderr.strip().splitlines()) == 1, answer.stderr
+    assert refused.returncode == 2, refused.stderr
+    (line,) = refused.stderr.strip().splitlines()
+    assert line.startswith(
+        "topology-hints-exporter: error: --feature-gates: unrecognized feature gate: "
+        "ServiceTrafficDistribution (added in Kubernetes 1.30, removed in 1.36"
+    ), line
+    taken = run_cli("evaluate", "--kubeconfig", kubeconfig, *gate)
+    if emulated.plane.minor >= 36:
+        # kube-proxy 1.36 has no such gate either: nobody takes it.
+        assert taken.returncode == 2, taken.stderr
+        return
+    assert taken.returncode == 0, taken.stderr
+    kubernetes = json.loads(taken.stdout)["kubernetes"]
+    assert "ServiceTrafficDistribution" not in kubernetes["feature_gates"]
+    assert kubernetes["kube_proxy"]["feature_gates"]["ServiceTrafficDistribution"] is True
 
 
 # --- --feature-gates, as the real components check it --------------------------------------
@@ -456,12 +452,7 @@ def _gate_cases() -> list[ParameterSet]:
     cases: list[ParameterSet] = []
     for minor in (34, 35, 36, 37):
         for gate, value in GATE_SETTINGS:
-            # Today's exporter accepts ServiceTrafficDistribution=true on 1.36 and 1.37.
-            pending = minor >= 36 and gate == "ServiceTrafficDistribution" and value
-            marks = [ISSUE_27] if pending else []
-            cases.append(
-                pytest.param(minor, gate, value, marks=marks, id=f"1.{minor}-{gate}={value}")
-            )
+            cases.append(pytest.param(minor, gate, value, id=f"1.{minor}-{gate}={value}"))
     return cases
 
 

@@ -119,7 +119,7 @@ def _feature_gates(scrape: Scrape) -> Iterator[Sample]:
         ("kube-proxy", profile.kube_proxy),
     ):
         for gate, enabled in part.gates.items():
-            yield (component, str(gate), str(part.stage(gate))), float(enabled)
+            yield (component, str(gate), part.stage(gate).label), float(enabled)
 
 
 FEATURE_GATE_ENABLED = _declare(
@@ -128,8 +128,8 @@ FEATURE_GATE_ENABLED = _declare(
     Scope.CLUSTER,
     "1 when the feature gate is on for the component (controller: the control plane's "
     "EndpointSlice controller; kube-proxy), 0 when off, as the rules assume it; one series "
-    "per gate that the component's version has, with its stage (ALPHA, BETA or GA) as the "
-    "components' own kubernetes_feature_enabled labels it.",
+    "per gate that the component's version has, with its stage as the components' own "
+    'kubernetes_feature_enabled labels it (ALPHA, BETA, or "" for GA).',
     from_scrape(_feature_gates, reads=_profile),
     labels=("component", "name", "stage"),
     same_on_every_shard=True,
