@@ -7,7 +7,7 @@ EXAMPLE ?= examples/demo-cluster.json
 LISTEN ?= 127.0.0.1:9808
 CHART := deploy/helm/topology-hints-exporter
 
-.PHONY: run explain test lint format generate lock bench clean kube-binaries
+.PHONY: run explain test lint format generate lock bench clean kube-binaries ksm-binary
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,11 @@ test: $(STAMP) lint kube-binaries
 # line printed is their folder.
 kube-binaries:
 	@$(PYTHON) tools/kube/build.py
+
+# The pinned kube-state-metrics `make bench` runs beside the exporter (tools/ksm): built once
+# from its Go module into build/ksm/VERSION, then reused. The last line printed is its folder.
+ksm-binary:
+	@$(PYTHON) tools/ksm/build.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -71,7 +76,7 @@ lock: $(STAMP)
 		--no-emit-index-url --no-emit-find-links $(LOCK_ARGS) \
 		--output-file requirements.lock pyproject.toml
 
-bench: $(STAMP)
+bench: $(STAMP) ksm-binary
 	$(BIN)/python bench/bench.py $(BENCH_ARGS)
 
 clean:
