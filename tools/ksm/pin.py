@@ -47,7 +47,8 @@ def module_file(module: str, version: str) -> str:
 
 def replaces(go_mod: str) -> list[str]:
     """KSM's own replace directives, one `old => new` a line (local paths cannot be kept)."""
-    lines = [line.strip() for block in _REPLACE_BLOCK.findall(go_mod) for line in block.splitlines()]
+    blocks = _REPLACE_BLOCK.findall(go_mod)
+    lines = [line.strip() for block in blocks for line in block.splitlines()]
     lines += _REPLACE_LINE.findall(go_mod)
     kept = [line for line in lines if line and not line.startswith("//")]
     local = [line for line in kept if line.split("=>", 1)[1].strip().startswith(".")]
