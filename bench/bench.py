@@ -31,8 +31,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
@@ -58,6 +56,7 @@ from cluster import (  # noqa: E402
     node,
     plan,
 )
+from procstat import cpu_seconds, get, memory_mib  # noqa: E402
 
 from exporter.pipeline.evaluator import Evaluator  # noqa: E402
 from exporter.runtime import tune_garbage_collector  # noqa: E402
@@ -243,24 +242,6 @@ class Run:
 # -- processes and their CPU ---------------------------------------------------------------
 
 
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a live process, from /proc/PID/stat."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
-
-
-def memory_mib(pid: int) -> tuple[float, float]:
-    """(resident, peak resident) in MiB."""
-    fields = dict(
-        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-    )
-    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
-
-
 class CpuMeter:
     """CPU seconds two processes spend between `start` and `stop`."""
 
@@ -276,15 +257,6 @@ class CpuMeter:
             cpu_seconds(self._pids[0]) - self._start[0],
             cpu_seconds(self._pids[1]) - self._start[1],
         )
-
-
-def get(url: str, *, gzip: bool = False) -> bytes:
-    """One GET on a new connection (as each scrape of this client is), the whole body
-    (with `gzip`, asked for gzip and returned as sent, not decoded)."""
-    headers = {"Accept-Encoding": "gzip"} if gzip else {}
-    request = urllib.request.Request(url, headers=headers)  # noqa: S310 - loopback only
-    with urllib.request.urlopen(request, timeout=600) as response:  # noqa: S310
-        return bytes(response.read())
 
 
 def timed_get(url: str, *, gzip: bool = False) -> tuple[float, bytes]:
