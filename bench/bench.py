@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, BinaryIO, Self
+from typing import Any, Self
 
 import orjson
 from prometheus_client import CollectorRegistry, generate_latest
@@ -55,6 +55,7 @@ from cluster import (  # noqa: E402
     endpoint_slices,
     node,
     plan,
+    write_snapshot,
 )
 from procstat import cpu_seconds, get, memory_mib  # noqa: E402
 
@@ -945,25 +946,6 @@ def one_run(session: ScaleSession) -> Run:
         run.info.update(info)
         run.info["ksm_api_server_cpu"] = cpu_seconds(session.api.pid) - api_cpu
     return run
-
-
-def write_snapshot(size: ClusterSize, path: Path) -> dict[str, int]:
-    """The cluster as `kubectl get nodes,services,endpointslices -A -o json` prints it; how
-    many objects of each kind it holds."""
-    with path.open("wb") as out:
-        return _write_list(size, out)
-
-
-def _write_list(size: ClusterSize, out: BinaryIO) -> dict[str, int]:
-    counts = dict.fromkeys(ksm.INFO_SERIES, 0)
-    out.write(b'{"apiVersion":"v1","kind":"List","metadata":{"resourceVersion":""},"items":[')
-    for number, obj in enumerate(cluster_objects(size)):
-        if number:
-            out.write(b",")
-        out.write(orjson.dumps(obj))
-        counts[obj["kind"]] += 1
-    out.write(b"]}")
-    return counts
 
 
 def run_scale(
