@@ -70,13 +70,15 @@ class Judgements:
     Like whatif.Feasibility, the memo is a value that lives as long as its capacity.
     """
 
-    __slots__ = ("_capacity", "_memo", "allocations_computed")
+    __slots__ = ("_capacity", "_memo")
 
     def __init__(self, capacity: ClusterCapacity) -> None:
         self._capacity = capacity
         self._memo: dict[_JudgementKey, Judgement] = {}
-        # How many allocations were run (not served from the memo): what tests count.
-        self.allocations_computed = 0
+
+    def __len__(self) -> int:
+        """How many judgements were made (each is kept): one per shape judged."""
+        return len(self._memo)
 
     @property
     def capacity(self) -> ClusterCapacity:
@@ -116,7 +118,6 @@ class Judgements:
         allocations: Mapping[str, Allocation] = {}
         nearest: NearestFeasible | None = None
         if mechanism is Mechanism.AUTO:
-            self.allocations_computed += 1
             result = allocate(capacity, ready, every_endpoint_has_zone=every_endpoint_has_zone)
             reason, allocations = result.reason, result.allocations
             nearest = nearest_feasible(capacity, ready)
