@@ -34,6 +34,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -58,9 +59,10 @@ PATHS = {
     "Service": "/api/v1/namespaces/{namespace}/services",
     "EndpointSlice": "/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices",
 }
+LIST_PATHS = ("/api/v1/nodes", "/api/v1/services", "/apis/discovery.k8s.io/v1/endpointslices")
 # Server-set fields an object from bench/cluster.py carries, which a create must not.
 _SERVER_FIELDS = ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields")
-WRITERS = 4
+WRITERS = 8
 
 
 # -- loading the cluster through the API ----------------------------------------------------
@@ -158,6 +160,28 @@ def server_figures(plane: ControlPlane) -> dict[str, float]:
             elif sample.name == "process_cpu_seconds_total":
                 figures["cpu"] = figures.get("cpu", 0.0) + sample.value
     return figures
+
+
+def list_sizes(plane: ControlPlane) -> dict[str, int]:
+    """Bytes of one LIST of each resource the clients read, as JSON and as protobuf: what
+    the watch-event bytes above are made of."""
+    sizes: dict[str, int] = {}
+    context = ssl.create_default_context(cafile=str(plane.ca_file))
+    for accept in ("application/json", "application/vnd.kubernetes.protobuf"):
+        total = 0
+        for path in (
+            "/api/v1/nodes",
+            "/api/v1/services",
+            "/apis/discovery.k8s.io/v1/endpointslices",
+        ):
+            request = urllib.request.Request(  # noqa: S310 - https to our own server
+                plane.url + path,
+                headers={"Authorization": f"Bearer {plane.admin_token}", "Accept": accept},
+            )
+            with urllib.request.urlopen(request, timeout=300, context=context) as response:  # noqa: S310
+                total += len(response.read())
+        sizes[accept.rsplit("/", 1)[1].rsplit(".", 1)[-1]] = total
+    return sizes
 
 
 def audit_requests(audit_log: Path, offset: int, agent: str) -> tuple[int, Counter[str], int]:
@@ -322,14 +346,16 @@ def main(argv: list[str] | None = None) -> int:
                     ", ".join(f"{k} {v:.4g}" for k, v in starts[-1].items() if isinstance(v, float))
                 )
         apiserver_rss = memory_mib(apiserver_pid)[0] if apiserver_pid else 0.0
+        sizes = list_sizes(plane)
     print(
         f"kube-apiserver {plane.binaries.kube_apiserver.parent.name}, scale {args.scale:g}: "
         f"{counts}; API server RSS {apiserver_rss:.0f} MiB; {args.runs} starts of each, "
-        "alternately; median [min-max]\n"
+        "alternately; median [min-max]; one LIST of nodes, services and endpointslices: "
+        f"{sizes['json'] / 1e6:.1f} MB as JSON, {sizes['protobuf'] / 1e6:.1f} MB as protobuf\n"
     )
     print(table(starts))
     if args.json:
-        document = {"scale": args.scale, "counts": counts, "starts": starts}
+        document = {"scale": args.scale, "counts": counts, "list_bytes": sizes, "starts": starts}
         Path(args.json).write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2))
     return 0
 
