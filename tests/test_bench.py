@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bench.ksm import built_binary
 from tests.conftest import PROJECT_ROOT
 
 ROWS = (
@@ -51,9 +52,6 @@ def test_benchmark_prints_every_row(tmp_path: Path) -> None:
     """`bench/bench.py` still works at two tiny scales: every row, the growth table, the JSON,
     and kube-state-metrics beside the exporter when its binary is built."""
     output = tmp_path / "bench.json"
-    sys.path.insert(0, str(PROJECT_ROOT / "bench"))
-    from ksm import built_binary  # noqa: PLC0415 - bench/ is not a package
-
     binary = built_binary()
     completed = subprocess.run(
         [sys.executable, str(PROJECT_ROOT / "bench" / "bench.py"), "--scales", "0.004,0.008",
