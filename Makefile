@@ -7,7 +7,7 @@ EXAMPLE ?= examples/demo-cluster.json
 LISTEN ?= 127.0.0.1:9808
 CHART := deploy/helm/topology-hints-exporter
 
-.PHONY: run explain test lint format generate lock bench clean kube-binaries
+.PHONY: run explain test lint format generate lock bench clean kube-binaries ksm-binary
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,12 +39,18 @@ test: $(STAMP) lint kube-binaries
 kube-binaries:
 	@$(PYTHON) tools/kube/build.py
 
+# The pinned kube-state-metrics `make bench` runs beside the exporter (tools/ksm): built once
+# from its Go module into build/ksm/VERSION, then reused. The last line printed is its folder.
+ksm-binary:
+	@$(PYTHON) tools/ksm/build.py
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	# bench/'s scripts import `cluster` top-level, tests import bench.cluster: a run apart.
-	$(BIN)/mypy bench/bench.py bench/status_page.py bench/cluster.py bench/render.py bench/report.py
+	$(BIN)/mypy bench/bench.py bench/status_page.py bench/cluster.py bench/render.py bench/report.py \
+		bench/ksm.py bench/procstat.py bench/apicost.py bench/memos.py
 	$(BIN)/lint-imports
 
 format: $(STAMP)
@@ -71,7 +77,7 @@ lock: $(STAMP)
 		--no-emit-index-url --no-emit-find-links $(LOCK_ARGS) \
 		--output-file requirements.lock pyproject.toml
 
-bench: $(STAMP)
+bench: $(STAMP) ksm-binary
 	$(BIN)/python bench/bench.py $(BENCH_ARGS)
 
 clean:

@@ -31,13 +31,11 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, BinaryIO, Self
+from typing import Any, Self
 
 import orjson
 from prometheus_client import CollectorRegistry, generate_latest
@@ -47,6 +45,7 @@ from prometheus_client.registry import Collector
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
+import ksm  # noqa: E402
 from cluster import (  # noqa: E402
     ZONE_NODE_CPU,
     ZONES,
@@ -56,7 +55,9 @@ from cluster import (  # noqa: E402
     endpoint_slices,
     node,
     plan,
+    write_snapshot,
 )
+from procstat import cpu_seconds, get, memory_mib  # noqa: E402
 
 from exporter.pipeline.evaluator import Evaluator  # noqa: E402
 from exporter.runtime import tune_garbage_collector  # noqa: E402
@@ -197,6 +198,18 @@ FIGURES = (
            "sync_reference_wall", stops_short=True),
     Figure("sync_reference_wall", "  ref: fetch + orjson.loads wall", "s",
            "wall time of the reference above", stops_short=True),
+    Figure("snapshot_ready_cpu", "serve --snapshot, start -> /readyz CPU", "s",
+           "CPU seconds (/proc) of `serve --snapshot FILE` from its start to the first 200 "
+           "from /readyz (the file decoded, every Service evaluated, the status rows built)",
+           "orjson_file_cpu", ratio_limit=1.5, stops_short=True),
+    Figure("orjson_file_cpu", "  ref: orjson.loads of the file, CPU", "s",
+           "CPU seconds (wait4) of a Python process, GC tuned as exporter/runtime.py tunes "
+           "it, that reads the same file and orjson.loads it, interpreter start included",
+           stops_short=True),
+    Figure("snapshot_ready_wall", "serve --snapshot, start -> /readyz", "s",
+           "wall time of the same", "orjson_file_wall", ratio_limit=1.5, stops_short=True),
+    Figure("orjson_file_wall", "  ref: orjson.loads of the file", "s",
+           "wall time of the same reference process, start to exit", stops_short=True),
     Figure("rss_ready", "RSS at /readyz", "MiB",
            "resident memory of the exporter (VmRSS) when /readyz first answers 200",
            absolute_limit=150),
@@ -230,24 +243,6 @@ class Run:
 # -- processes and their CPU ---------------------------------------------------------------
 
 
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a live process, from /proc/PID/stat."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
-
-
-def memory_mib(pid: int) -> tuple[float, float]:
-    """(resident, peak resident) in MiB."""
-    fields = dict(
-        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-    )
-    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
-
-
 class CpuMeter:
     """CPU seconds two processes spend between `start` and `stop`."""
 
@@ -263,15 +258,6 @@ class CpuMeter:
             cpu_seconds(self._pids[0]) - self._start[0],
             cpu_seconds(self._pids[1]) - self._start[1],
         )
-
-
-def get(url: str, *, gzip: bool = False) -> bytes:
-    """One GET on a new connection (as each scrape of this client is), the whole body
-    (with `gzip`, asked for gzip and returned as sent, not decoded)."""
-    headers = {"Accept-Encoding": "gzip"} if gzip else {}
-    request = urllib.request.Request(url, headers=headers)  # noqa: S310 - loopback only
-    with urllib.request.urlopen(request, timeout=600) as response:  # noqa: S310
-        return bytes(response.read())
 
 
 def timed_get(url: str, *, gzip: bool = False) -> tuple[float, bytes]:
@@ -668,6 +654,10 @@ class ScaleSession:
     # Service index -> ready endpoints in its first slice, as last applied.
     first_slice_ready: dict[int, int] = field(default_factory=dict)
     resized_cpu: str = RESIZED_CPU[0]
+    # Objects of each kind (Node, Service, EndpointSlice) the API server holds.
+    objects: dict[str, int] = field(default_factory=dict)
+    # The kube-state-metrics binary run beside the exporter (None: not run).
+    ksm: Path | None = None
 
     def toggle_endpoint(self, index: int) -> tuple[dict[str, Any], int]:
         """The Service's first slice with one endpoint toggled, and its new ready total."""
@@ -798,6 +788,9 @@ def measure_scrapes(session: ScaleSession, url: str, meter: CpuMeter, run: Run) 
     run.cpu["first_scrape"] = run.cpu["first_scrape_cpu"] = meter.stop()
     run.values["first_scrape"] = first * 1000
     run.values["first_scrape_cpu"] = run.cpu["first_scrape"][0] * 1000
+    # As kube-state-metrics is measured: from the start to the end of a complete scrape.
+    run.values["first_complete_cpu"] = run.values["sync_cpu"] + run.cpu["first_scrape"][0]
+    run.values["first_complete_wall"] = run.values["sync_wall"] + first
     meter.start()
     steady = [timed_get(url + "/metrics")[0] for _ in range(9)]
     exporter_cpu, api_cpu = meter.stop()
@@ -843,6 +836,7 @@ def measure_live(session: ScaleSession, run: Run) -> None:
         meter = CpuMeter(process.pid, api.pid)
 
         body = measure_scrapes(session, url, meter, run)
+        run.values["rss_scrapes"] = memory_mib(process.pid)[0]
 
         with Scraper(url + "/metrics", session.timeout) as scraper:
             session.progress(f"{session.changes} EndpointSlice changes")
@@ -882,10 +876,37 @@ def peak_rss_of_evaluate(snapshot: Path) -> tuple[float, float]:
     return int(max_rss_kib) / 1024, float(cpu)
 
 
-def peak_rss_of_serve_snapshot(snapshot: Path) -> tuple[float, float]:
-    """(peak RSS MiB, CPU s) of `serve --snapshot` when ready."""
+def peak_rss_of_serve_snapshot(snapshot: Path) -> tuple[float, float, float]:
+    """(peak RSS MiB, CPU s, wall s) of `serve --snapshot` when ready."""
+    started = time.perf_counter()
     with serving_exporter("--snapshot", str(snapshot)) as exporter:
-        return memory_mib(exporter.process.pid)[1], cpu_seconds(exporter.process.pid)
+        wall = time.perf_counter() - started
+        return memory_mib(exporter.process.pid)[1], cpu_seconds(exporter.process.pid), wall
+
+
+_ORJSON_FILE = """
+import sys
+from exporter.runtime import tune_garbage_collector
+tune_garbage_collector()
+import orjson
+with open(sys.argv[1], "rb") as file:
+    orjson.loads(file.read())
+"""
+
+
+def orjson_of_file(snapshot: Path) -> tuple[float, float]:
+    """(CPU s, wall s) of a fresh process that orjson.loads the snapshot file."""
+    started = time.perf_counter()
+    completed = subprocess.run(
+        [sys.executable, "-c", _RUSAGE_OF_CHILD, sys.executable, "-c", _ORJSON_FILE,
+         str(snapshot)],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    wall = time.perf_counter() - started
+    returncode, _max_rss, cpu = completed.stdout.split()
+    if int(returncode) != 0:
+        raise RuntimeError(f"orjson.loads of {snapshot} exited with {returncode}")
+    return float(cpu), wall
 
 
 def one_run(session: ScaleSession) -> Run:
@@ -901,24 +922,30 @@ def one_run(session: ScaleSession) -> Run:
     session.progress("evaluate --snapshot, serve --snapshot")
     run.values["evaluate_peak"], evaluate_cpu = peak_rss_of_evaluate(session.snapshot)
     run.cpu["evaluate_peak"] = (evaluate_cpu, 0.0)
-    run.values["serve_snapshot_peak"], serve_cpu = peak_rss_of_serve_snapshot(session.snapshot)
+    run.values["serve_snapshot_peak"], serve_cpu, serve_wall = peak_rss_of_serve_snapshot(
+        session.snapshot
+    )
     run.cpu["serve_snapshot_peak"] = (serve_cpu, 0.0)
+    run.values["snapshot_ready_cpu"], run.values["snapshot_ready_wall"] = serve_cpu, serve_wall
+    run.values["orjson_file_cpu"], run.values["orjson_file_wall"] = orjson_of_file(session.snapshot)
+    for key in ("snapshot_ready_cpu", "snapshot_ready_wall"):
+        run.cpu[key] = (serve_cpu, 0.0)
+    if session.ksm is not None:
+        session.progress("kube-state-metrics: sync and scrapes")
+        api_cpu = cpu_seconds(session.api.pid)
+        values, info = ksm.measure_ksm(
+            session.ksm,
+            session.api.kubeconfig(session.directory),
+            session.directory,
+            session.objects,
+            session.timeout,
+            (cpu_seconds, memory_mib),
+            get,
+        )
+        run.values.update(values)
+        run.info.update(info)
+        run.info["ksm_api_server_cpu"] = cpu_seconds(session.api.pid) - api_cpu
     return run
-
-
-def write_snapshot(size: ClusterSize, path: Path) -> None:
-    """The cluster as `kubectl get nodes,services,endpointslices -A -o json` prints it."""
-    with path.open("wb") as out:
-        _write_list(size, out)
-
-
-def _write_list(size: ClusterSize, out: BinaryIO) -> None:
-    out.write(b'{"apiVersion":"v1","kind":"List","metadata":{"resourceVersion":""},"items":[')
-    for number, obj in enumerate(cluster_objects(size)):
-        if number:
-            out.write(b",")
-        out.write(orjson.dumps(obj))
-    out.write(b"]}")
 
 
 def run_scale(
@@ -928,13 +955,14 @@ def run_scale(
     resizes: int,
     timeout: float,
     progress: Callable[[str], None],
+    ksm_binary: Path | None = None,
 ) -> list[Run]:
     size = ClusterSize().scaled(scale)
     directory = Path(tempfile.mkdtemp(prefix="bench-"))
     try:
         progress(f"scale {scale:g}: loading the API server")
         snapshot = directory / "snapshot.json"
-        write_snapshot(size, snapshot)
+        objects = write_snapshot(size, snapshot)
         api = ApiServer(size)
         try:
             session = ScaleSession(
@@ -947,6 +975,8 @@ def run_scale(
                 plan(size),
                 progress,
                 timeout,
+                objects=objects,
+                ksm=ksm_binary,
             )
             results = []
             for number in range(runs):
@@ -961,6 +991,7 @@ def run_scale(
             api.close()
         for run in results:
             run.info["snapshot_bytes"] = snapshot.stat().st_size
+            run.info["objects"] = sum(objects.values())
         return results
     finally:
         shutil.rmtree(directory, ignore_errors=True)
@@ -1027,8 +1058,12 @@ def scale_report(scale: float, runs: list[Run]) -> dict[str, Any]:
             "cpu_api_server_s": statistics.median(c[1] for c in cpu) if cpu else None,
         }
     info = {key: statistics.median(run.info[key] for run in runs) for key in runs[0].info}
-    return {"scale": scale, "size": asdict(ClusterSize().scaled(scale)), "info": info,
-            "figures": figures}  # fmt: skip
+    objects = int(runs[0].info.get("objects", 0))
+    report = {"scale": scale, "size": asdict(ClusterSize().scaled(scale)), "info": info,
+              "figures": figures, "objects": objects}  # fmt: skip
+    if objects and all("ksm_steady_scrape" in run.values for run in runs):
+        report["ksm"] = ksm.side_by_side(runs, objects)
+    return report
 
 
 def print_table(rows: list[list[str]]) -> None:
@@ -1076,6 +1111,12 @@ def print_scale(report: dict[str, Any]) -> None:
         title = figure.title + (" *" if figure.stops_short else "")
         rows.append([title, value, reference, ratio, figure.target, data["met"] or "", cpu])
     print_table(rows)
+    if "ksm" in report:
+        print(
+            f"\n### beside kube-state-metrics (--resources={ksm.RESOURCES}, same API server, "
+            f"same run; {report['objects']:,} objects)\n"
+        )
+        print_table(ksm.table_rows(report["ksm"]))
 
 
 def growth_report(reports: list[dict[str, Any]]) -> dict[str, Any]:
@@ -1156,6 +1197,13 @@ def main(argv: list[str] | None = None) -> int:
         help=f"seconds a change may take to reach /metrics (default {DEFAULT_TIMEOUT:g})",
     )
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    parser.add_argument(
+        "--ksm",
+        default="build",
+        metavar="build|skip|PATH",
+        help="kube-state-metrics beside the exporter: the pinned build of tools/ksm (built "
+        "when absent; the default), a binary's path, or skip",
+    )
     args = parser.parse_args(argv)
     try:
         scales = sorted(float(text) for text in args.scales.split(","))
@@ -1167,6 +1215,7 @@ def main(argv: list[str] | None = None) -> int:
     def progress(message: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
+    ksm_binary = ksm.ksm_binary(args.ksm)
     load_before = os.getloadavg()[0]
     print(
         f"{cpu_model()}, cores: {os.cpu_count()}, python {sys.version.split()[0]}, "
@@ -1175,7 +1224,9 @@ def main(argv: list[str] | None = None) -> int:
     print_definitions()
     reports = []
     for scale in scales:
-        runs = run_scale(scale, args.runs, args.changes, args.resizes, args.timeout, progress)
+        runs = run_scale(
+            scale, args.runs, args.changes, args.resizes, args.timeout, progress, ksm_binary
+        )
         reports.append(scale_report(scale, runs))
         print_scale(reports[-1])
     growth = growth_report(reports)

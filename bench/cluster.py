@@ -15,7 +15,8 @@ import random
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -502,3 +503,22 @@ def cluster_objects(size: ClusterSize) -> Iterator[Obj]:
         yield service(svc, index)
     for index, svc in enumerate(plans):
         yield from endpoint_slices(svc, index, size.nodes)
+
+
+def write_snapshot(size: ClusterSize, path: Path) -> dict[str, int]:
+    """The cluster as `kubectl get nodes,services,endpointslices -A -o json` prints it; how
+    many objects of each kind it holds."""
+    with path.open("wb") as out:
+        return _write_list(size, out)
+
+
+def _write_list(size: ClusterSize, out: BinaryIO) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    out.write(b'{"apiVersion":"v1","kind":"List","metadata":{"resourceVersion":""},"items":[')
+    for number, obj in enumerate(cluster_objects(size)):
+        if number:
+            out.write(b",")
+        out.write(orjson.dumps(obj))
+        counts[obj["kind"]] = counts.get(obj["kind"], 0) + 1
+    out.write(b"]}")
+    return counts

@@ -101,6 +101,27 @@ def scale_table(result: dict[str, Any], definitions: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def ksm_table(result: dict[str, Any]) -> str:
+    """The exporter beside kube-state-metrics at one scale (bench/ksm.py's rows)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from ksm import RESOURCES, table_rows  # noqa: PLC0415 - bench/ is not a package
+
+    cells = table_rows(result["ksm"])
+    lines = [
+        (
+            f"Beside kube-state-metrics (`--resources={RESOURCES}`, the same API server in the "
+            f"same run; {result['objects']:,} objects):"
+        ),
+        "",
+        "| " + " | ".join(cells[0]) + " |",
+        "|" + "---|" * len(cells[0]),
+    ]
+    for row in cells[1:]:
+        row[5] = {"yes": "yes", "NO": "**no**"}.get(row[5], row[5])
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
 def growth_table(report: dict[str, Any]) -> str:
     definitions = report["definitions"]
     scales = [result["scale"] for result in report["scales"]]
@@ -146,7 +167,10 @@ def markdown(report: dict[str, Any]) -> str:
             "`*` marks a figure that stops short of a scrape."
         ),
     ]
-    parts.extend(scale_table(result, report["definitions"]) for result in report["scales"])
+    for result in report["scales"]:
+        parts.append(scale_table(result, report["definitions"]))
+        if result.get("ksm"):
+            parts.append(ksm_table(result))
     if len(report["scales"]) > 1:
         parts.append(growth_table(report))
     return "\n\n".join(parts) + "\n"

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bench.ksm import built_binary
 from tests.conftest import PROJECT_ROOT
 
 ROWS = (
@@ -32,15 +33,30 @@ ROWS = (
     "RSS after scrapes and changes",
     "evaluate --snapshot peak RSS",
     "serve --snapshot peak RSS",
+    "serve --snapshot, start -> /readyz CPU",
+    "orjson.loads of the file, CPU",
+)
+# The side-by-side table with kube-state-metrics, when its pinned binary is built (`make
+# ksm-binary`; `make bench` builds it): building it here would take minutes.
+KSM_ROWS = (
+    "RSS when ready",
+    "RSS after the first, 9 steady and 10 gzip scrapes",
+    "CPU, start -> first complete scrape",
+    "steady scrape",
+    "steady gzip scrape",
+    "scrape bytes",
 )
 
 
 def test_benchmark_prints_every_row(tmp_path: Path) -> None:
-    """`bench/bench.py` still works at two tiny scales: every row, the growth table, the JSON."""
+    """`bench/bench.py` still works at two tiny scales: every row, the growth table, the JSON,
+    and kube-state-metrics beside the exporter when its binary is built."""
     output = tmp_path / "bench.json"
+    binary = built_binary()
     completed = subprocess.run(
         [sys.executable, str(PROJECT_ROOT / "bench" / "bench.py"), "--scales", "0.004,0.008",
-         "--runs", "1", "--changes", "4", "--resizes", "2", "--json", str(output)],
+         "--runs", "1", "--changes", "4", "--resizes", "2", "--json", str(output),
+         "--ksm", str(binary) if binary else "skip"],
         capture_output=True, text=True, timeout=240, check=False, cwd=PROJECT_ROOT,
     )  # fmt: skip
     assert completed.returncode == 0, completed.stderr[-2000:]
@@ -50,6 +66,10 @@ def test_benchmark_prints_every_row(tmp_path: Path) -> None:
         for row in ROWS:
             assert row in table, (row, completed.stdout)
         assert "CPU s exporter / API server" in table
+        assert ("beside kube-state-metrics" in table) == (binary is not None)
+        if binary is not None:
+            for row in KSM_ROWS:
+                assert row in table, (row, completed.stdout)
     assert "## growth from scale 0.004" in completed.stdout
     document = json.loads(output.read_text())
     assert [report["scale"] for report in document["scales"]] == [0.004, 0.008]
@@ -64,6 +84,7 @@ def test_benchmark_prints_every_row(tmp_path: Path) -> None:
     )  # fmt: skip
     assert report.returncode == 0, report.stderr
     assert report.stdout.count("| measure | median [min-max] |") == 2
+    assert report.stdout.count("Beside kube-state-metrics") == (2 if binary else 0)
     for row in ROWS:
         assert row in report.stdout, (row, report.stdout)
 

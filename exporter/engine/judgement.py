@@ -72,15 +72,17 @@ class Judgements:
     Like whatif.Feasibility, the memo is a value that lives as long as its capacity.
     """
 
-    __slots__ = ("_capacity", "_memo", "_settled", "allocations_computed")
+    __slots__ = ("_capacity", "_memo", "_settled")
 
     def __init__(self, capacity: ClusterCapacity) -> None:
         self._capacity = capacity
         self._memo: dict[_JudgementKey, Judgement] = {}
         # Judgements re-read where the controller settles (rare: see _where_hints_settle).
         self._settled: dict[tuple[_JudgementKey, tuple[tuple[str, int], ...]], Judgement] = {}
-        # How many allocations were run (not served from the memo): what tests count.
-        self.allocations_computed = 0
+
+    def __len__(self) -> int:
+        """How many judgements were made (each is kept): one per shape judged."""
+        return len(self._memo)
 
     @property
     def capacity(self) -> ClusterCapacity:
@@ -157,7 +159,6 @@ class Judgements:
         allocations: Mapping[str, Allocation] = {}
         nearest: NearestFeasible | None = None
         if mechanism is Mechanism.AUTO:
-            self.allocations_computed += 1
             result = allocate(capacity, ready, every_endpoint_has_zone=every_endpoint_has_zone)
             reason, allocations = result.reason, result.allocations
             nearest = nearest_feasible(capacity, ready)

@@ -135,8 +135,11 @@ class PerService:
     # What the samples read of one entry (or of the Service, for `service`) besides its
     # identity labels and, when `reads_nodes`, the Ready nodes: while it compares equal
     # (`is`, then `==`) for every entry of a replaced result, the cached renderer keeps the
-    # family's lines. None: rendered again whenever the result is replaced. It must decide
-    # the samples wholly (order included), and cost less than rendering them.
+    # family's lines. It must decide the samples wholly (order included), and cost less
+    # than rendering them. `each_entry` and `each_service` derive it from the samples
+    # themselves unless a family names something cheaper to compare (an object the
+    # engine's memos share, so that `is` decides); None: rendered again whenever the
+    # result is replaced.
     inputs: Callable[[Any], object] | None = None
 
 
@@ -195,14 +198,17 @@ def each_entry(
     reads_nodes: bool = False,
     inputs: Callable[[ServiceEntry], object] | None = None,
 ) -> PerService:
-    """A per-(Service, address type) function, its samples prefixed with the entry's key."""
+    """A per-(Service, address type) function, its samples prefixed with the entry's key;
+    without `inputs`, the unprefixed samples are what the renderer compares."""
 
     def samples(service: ServiceSubject) -> Iterator[Sample]:
         for key, entry in service.entries:
             for labels, value in function(entry):
                 yield (*key, *labels), value
 
-    return PerService(samples, entry=function, reads_nodes=reads_nodes, inputs=inputs)
+    return PerService(
+        samples, entry=function, reads_nodes=reads_nodes, inputs=inputs or _samples_of(function)
+    )
 
 
 def each_service(
@@ -210,14 +216,24 @@ def each_service(
     *,
     inputs: Callable[[ServiceResult], object] | None = None,
 ) -> PerService:
-    """A per-Service function, its samples prefixed with the Service's namespace and name."""
+    """A per-Service function, its samples prefixed with the Service's namespace and name;
+    without `inputs`, the unprefixed samples are what the renderer compares."""
 
     def samples(service: ServiceSubject) -> Iterator[Sample]:
         key = service.result.service.key
         for labels, value in function(service.result):
             yield (*key, *labels), value
 
-    return PerService(samples, service=function, inputs=inputs)
+    return PerService(samples, service=function, inputs=inputs or _samples_of(function))
+
+
+def _samples_of(function: Callable[[Any], Iterable[Sample]]) -> Callable[[Any], object]:
+    """The samples as a comparable value: they decide the lines wholly, by definition."""
+
+    def inputs(subject: Any) -> object:  # noqa: ANN401 - an entry or a result, as declared
+        return tuple(function(subject))
+
+    return inputs
 
 
 def from_scrape(

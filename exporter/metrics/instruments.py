@@ -101,13 +101,16 @@ class ExporterMetrics:
             registry=registry,
         )
         # Zero-valued series from the start, so rate() and alerts see the first increment.
+        # Each watch event counts one: the labelled children are looked up once, here, as
+        # `labels()` costs more than the increment (25,000 events in a sync at 5,000 nodes).
+        self._event_counts: dict[tuple[str, str], Counter] = {}
         for resource in resources:
             self._up.labels(resource).set(0)
             self._invalid.labels(resource)
             for cause in RESTART_CAUSES:
                 self._restarts.labels(resource, cause)
             for event_type in EVENT_TYPE_LABELS:
-                self._events.labels(resource, event_type)
+                self._event_counts[resource, event_type] = self._events.labels(resource, event_type)
 
     def watch_up(self, resource: Resource, *, up: bool) -> None:
         self._up.labels(resource).set(1 if up else 0)
@@ -116,7 +119,10 @@ class ExporterMetrics:
         self._restarts.labels(resource, cause).inc()
 
     def watch_event(self, resource: Resource, event_type: EventTypeLabel) -> None:
-        self._events.labels(resource, event_type).inc()
+        counter = self._event_counts.get((resource, event_type))
+        if counter is None:
+            counter = self._events.labels(resource, event_type)
+        counter.inc()
 
     def invalid_object(self, resource: Resource) -> None:
         self._invalid.labels(resource).inc()

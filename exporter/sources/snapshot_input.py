@@ -227,7 +227,9 @@ class ChunkReader:
         the indentation of its opening one. The guess is confirmed by the caller's decode,
         which fails unless the bytes are exactly one JSON value.
         """
-        line_start = self.buffer.rfind(b"\n", 0, self.pos) + 1
+        # Only the history kept before pos is searched: in compact JSON there is no newline,
+        # and a search back to the window's start would read a mebibyte per item.
+        line_start = self.buffer.rfind(b"\n", max(0, self.pos - _HISTORY), self.pos) + 1
         indent = self.buffer[line_start : self.pos] if line_start else b"?"
         if self.buffer[self.pos] != ord("{") or indent.strip(b" \t"):
             return self._take_decoded()

@@ -100,10 +100,6 @@ class StatusPages:
         self._assets = {name: _asset(name) for name in _ASSETS}
         preload()
 
-    def warm(self) -> None:
-        """Build the current state's rows now, so that the first visitor does not wait."""
-        self._cache.view(self._state())
-
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         method = environ.get("REQUEST_METHOD", "GET")
         # PEP 3333 hands the path over as latin-1 text: get the UTF-8 the client sent back.

@@ -48,12 +48,6 @@ SERVICE_INFO = _declare(
     "(false for headless and ExternalName Services, whose hints no data plane reads).",
     each_service(
         _service_info,
-        inputs=lambda result: (
-            result.verdicts[0].mechanism,
-            result.service.traffic_distribution,
-            result.service.internal_traffic_policy,
-            result.service.proxied,
-        ),
     ),
     labels=("mechanism", "traffic_distribution", "internal_traffic_policy", "proxied"),
 )
@@ -64,7 +58,6 @@ SERVICE_CONFIG_ISSUE = _declare(
     "1 per configuration mistake found on the Service (issue id, see the runbook).",
     each_service(
         lambda result: (((str(issue),), 1.0) for issue in sorted(result.verdicts[0].config_issues)),
-        inputs=lambda result: result.verdicts[0].config_issues,
     ),
     labels=("issue",),
 )
@@ -77,7 +70,6 @@ SERVICE_NOTICE = _declare(
     "problem, and no alert fires on it.",
     each_service(
         lambda result: (((str(notice),), 1.0) for notice in sorted(result.verdicts[0].notices)),
-        inputs=lambda result: result.verdicts[0].notices,
     ),
     labels=("notice",),
 )
@@ -115,7 +107,7 @@ SERVICE_EXPECTED_ENABLED = _declare(
     Scope.SERVICE_ENTRY,
     "1 when the EndpointSlice controller should keep hints for the Service, 0 when it "
     "removes them (absent without a hint mechanism).",
-    each_entry(_expected_enabled, inputs=lambda entry: entry.verdict.expected_state),
+    each_entry(_expected_enabled),
 )
 SERVICE_DISABLED_REASON = _declare(
     "service_disabled_reason",
@@ -126,7 +118,6 @@ SERVICE_DISABLED_REASON = _declare(
         lambda entry: (
             [((str(entry.verdict.reason),), 1.0)] if entry.verdict.reason is not None else []
         ),
-        inputs=lambda entry: entry.verdict.reason,
     ),
     labels=("reason",),
 )
@@ -137,7 +128,6 @@ SERVICE_READY_ENDPOINTS = _declare(
     "Ready endpoints in controller-managed EndpointSlices (N of the allocation).",
     each_entry(
         lambda entry: one_sample(entry.verdict.ready_endpoints),
-        inputs=lambda entry: entry.verdict.ready_endpoints,
     ),
 )
 SERVICE_HINTED_ENDPOINTS = _declare(
@@ -147,7 +137,6 @@ SERVICE_HINTED_ENDPOINTS = _declare(
     "Ready endpoints that carry at least one zone hint.",
     each_entry(
         lambda entry: one_sample(entry.verdict.hinted_endpoints),
-        inputs=lambda entry: entry.verdict.hinted_endpoints,
     ),
 )
 SERVICE_HINT_COMPLETENESS = _declare(
@@ -162,7 +151,6 @@ SERVICE_HINT_COMPLETENESS = _declare(
             if entry.verdict.hint_completeness is not None
             else []
         ),
-        inputs=lambda entry: entry.verdict.hint_completeness,
     ),
 )
 SERVICE_DRIFT = _declare(
@@ -173,7 +161,6 @@ SERVICE_DRIFT = _declare(
     "(kind: hints-missing, unexpected-hints, zone-out-of-range).",
     each_entry(
         lambda entry: (((str(kind),), 1.0) for kind in sorted(entry.verdict.drift)),
-        inputs=lambda entry: entry.verdict.drift,
     ),
     labels=("kind",),
 )
@@ -183,7 +170,7 @@ SERVICE_NEAREST_FEASIBLE_ENDPOINTS = _declare(
     Scope.SERVICE_ENTRY,
     "The nearest ready endpoint count below or above today's that would let the "
     "controller enable auto hints with today's zone ratios.",
-    each_entry(_nearest_feasible, inputs=lambda entry: entry.verdict.nearest_feasible),
+    each_entry(_nearest_feasible),
     labels=("direction",),
 )
 SERVICE_ENDPOINT_MARGIN = _declare(
@@ -193,7 +180,7 @@ SERVICE_ENDPOINT_MARGIN = _declare(
     "Ready endpoints that may go (down) or come (up), one at a time, before the controller "
     "removes the auto hints; 0 means one pod more or less disables them, up is +Inf when no "
     "higher count is refused (absent unless auto and enabled).",
-    each_entry(_endpoint_margin, inputs=lambda entry: entry.forecast.margin),
+    each_entry(_endpoint_margin),
     labels=("direction",),
 )
 SERVICE_STATE_CHANGES_TOTAL = _declare(
@@ -201,9 +188,7 @@ SERVICE_STATE_CHANGES_TOTAL = _declare(
     COUNTER,
     Scope.SERVICE_ENTRY,
     "Flips of the expected state between enabled and disabled seen since the exporter started.",
-    each_entry(
-        lambda entry: one_sample(entry.state_changes), inputs=lambda entry: entry.state_changes
-    ),
+    each_entry(lambda entry: one_sample(entry.state_changes)),
 )
 
 
