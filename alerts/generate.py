@@ -75,7 +75,7 @@ class Config:
             # A node-local endpoint missing for longer than a pod restart takes.
             "TopologyHintsLocalPolicyDropped": "15m",
             "TopologyHintsExporterWatchDown": "5m",
-            # RBAC changes are slow and the exporter retries a 403 every 5 minutes.
+            # RBAC changes are slow; the exporter backs its 403 retries off to 5 minutes.
             "TopologyHintsExporterOptionalWatchDown": "15m",
             "TopologyHintsExporterDown": "5m",
             # Long enough that a burst or a rollout's reconnections do not decide it.
