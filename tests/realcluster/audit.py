@@ -9,6 +9,7 @@ request to the next (a resourceVersion other than 0, timeoutSeconds, continue to
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import urllib.parse
 from collections import Counter
@@ -34,6 +35,11 @@ class Request:
     codes: set[int] = field(default_factory=set)
     credential: str = ""
     received: str = ""
+    user_agent: str = ""
+
+    @property
+    def received_at(self) -> dt.datetime:
+        return dt.datetime.fromisoformat(self.received)
 
     @property
     def query(self) -> dict[str, str]:
@@ -90,6 +96,7 @@ def requests(log: Path, username: str) -> list[Request]:
                 _target(entry),
                 credential=str(credential[0]),
                 received=str(entry.get("requestReceivedTimestamp", "")),
+                user_agent=str(entry.get("userAgent", "")),
             )
         request.stages.append(str(entry.get("stage", "")))
         code = (entry.get("responseStatus") or {}).get("code")

@@ -7,7 +7,11 @@
   issued for it (a token is bound to the ServiceAccount's UID);
 - API Priority and Fairness: a priority level of the exporter's own, matched by a
   FlowSchema naming its ServiceAccount, that rejects what it cannot run at once (429 with
-  Retry-After); with no seats it rejects everything, with one it runs one request at a time.
+  Retry-After). With no seat it still runs one request when none is running (the queue
+  set admits a request wider than its limit into an idle level), so `seat_held` keeps one
+  running: another client with the same ServiceAccount (a second replica) whose LIST asks
+  for a resourceVersion far ahead, which the watch cache waits 3 s for before answering 504,
+  one after the other.
 """
 
 from __future__ import annotations
@@ -15,8 +19,9 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import threading
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,3 +170,35 @@ def throttled(cluster: RealCluster, install: Install, shares: int = 0) -> Iterat
         yield throttle
     finally:
         throttle.remove()
+
+
+# The user agent of the harness's own requests (ControlPlane.get), unlike the exporter's.
+HARNESS_USER_AGENT = "Python-urllib/"
+
+
+@contextlib.contextmanager
+def seat_held(plane: ControlPlane, token: str) -> Iterator[Callable[[], None]]:
+    """The priority level's one running request taken by another client with `token`
+    (its LISTs of Nodes ahead of the newest resourceVersion each wait 3 s) until the
+    block ends or it calls the function it is given."""
+    ahead = etcd_revision(plane) + 10**9
+    path = f"/api/v1/nodes?resourceVersion={ahead}&resourceVersionMatch=NotOlderThan"
+    stop = threading.Event()
+
+    def hold() -> None:
+        while not stop.is_set():
+            status, _ = plane.get(path, token=token)
+            if status == 429:
+                stop.wait(0.05)  # the exporter holds the seat: take it when it is free
+
+    holder = threading.Thread(target=hold, name="seat-holder", daemon=True)
+
+    def release() -> None:
+        stop.set()
+        holder.join(timeout=10)
+
+    holder.start()
+    try:
+        yield release
+    finally:
+        release()

@@ -23,7 +23,7 @@ them at its next watch; the others run the real `serve` with its defaults.
 from __future__ import annotations
 
 import base64
-import datetime
+import itertools
 import json
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -35,21 +35,24 @@ from kubernetes.config import incluster_config
 from exporter.run.serve import Exporter, ServeOptions
 from exporter.sources.informer import InformerSettings
 from exporter.sources.kubeapi import Timeouts
-from tests.processes import ServedExporter, serving
+from tests.processes import ServedExporter, serving, wait_ready
 from tests.realcluster import audit
-from tests.realcluster.agreement import NODES, build, evaluate_dump, wait_agreeing
+from tests.realcluster.agreement import NODES, SHAPES, build, evaluate_dump, wait_agreeing
 from tests.realcluster.binaries import KubeBinaries
 from tests.realcluster.cluster import RealCluster
 from tests.realcluster.controlplane import ControlPlane, ControlPlaneSettings, started
 from tests.realcluster.faults import (
+    HARNESS_USER_AGENT,
     binding_removed,
     compact,
     recreate_service_account,
+    seat_held,
     throttled,
 )
 from tests.realcluster.installed import KUSTOMIZE, Credentials, credentials, mint_token
+from tests.realcluster.requests import RESOURCES as RESOURCE_TARGETS
 from tests.realcluster.requests import asked_properly, is_initial
-from tests.scrape import Scrape, base_url, parse, running_exporter, scrape, wait_until
+from tests.scrape import Scrape, base_url, http_get, running_exporter, scrape, wait_until
 
 pytestmark = pytest.mark.real
 
@@ -119,10 +122,15 @@ def own_plane(
         yield plane
 
 
+# Enough for a verdict that a fault could leave stale: a Service whose hints a change of
+# one replica turns off, beside a trafficDistribution one.
+FAULT_SHAPES = tuple(shape for shape in SHAPES if shape.name in {"web-7", "close"})
+
+
 def built(plane: ControlPlane) -> Iterator[RealCluster]:
     cluster = RealCluster(plane)
     try:
-        build(cluster, NAMESPACE)
+        build(cluster, NAMESPACE, FAULT_SHAPES)
         yield cluster
     finally:
         cluster.close()
@@ -210,7 +218,7 @@ def test_a_resume_from_a_compacted_revision_is_410_and_lists_again(
         seen = metric(
             scrape(exporter.url), "topology_hints_watch_events_total", resource="services"
         )
-        cluster.touch_service(NAMESPACE, "plain", 2)
+        cluster.touch_service(NAMESPACE, "close", 2)
         cluster.settle()
         eventually(
             lambda: (
@@ -242,7 +250,7 @@ def test_a_resume_from_a_compacted_revision_is_410_and_lists_again(
         )
         # Without the watch cache no bookmark comes: the resumed Services watch is known
         # to work at its first event, which this change gives it.
-        cluster.touch_service(NAMESPACE, "plain", 3)
+        cluster.touch_service(NAMESPACE, "close", 3)
         agrees_after_a_change(cluster, exporter.url, tmp_path, 2)
         eventually(lambda: watches_up(scrape(exporter.url)))
         after = scrape(exporter.url)
@@ -361,3 +369,67 @@ def test_a_rotated_token_file_is_read_without_a_restart(
         cluster.settle()
         wait_agreeing(url, evaluate_dump(cluster, tmp_path), timeout=RECOVERY_TIMEOUT)
         eventually(lambda: watches_up(scrape(url)))
+
+
+def waits_after_429(made: list[audit.Request], at_least: float) -> list[str]:
+    """Requests that followed a 429 of the same resource sooner than `at_least` seconds."""
+    problems = []
+    for resource in (*RESOURCE_TARGETS, "/version"):
+        mine = [r for r in made if r.target == resource]
+        for refused, following in itertools.pairwise(mine):
+            if 429 not in refused.codes:
+                continue
+            gap = (following.received_at - refused.received_at).total_seconds()
+            if gap < at_least:
+                problems.append(f"{resource}: asked again {gap:.3f} s after a 429")
+    return problems
+
+
+def test_priority_and_fairness_429s_are_waited_as_told_then_recovered(
+    session_cluster: RealCluster, tmp_path: Path
+) -> None:
+    """The exporter's ServiceAccount classified into a priority level of no seat, which
+    another replica with the same ServiceAccount keeps busy: every request of the real
+    `serve` is rejected (429, Retry-After at least 1 s). It asks again no sooner than told
+    and /readyz says it is throttled; once the other replica is gone its burst of four
+    streaming lists, admitted one at a time, gets through and its state is the dump's."""
+    cluster = session_cluster
+    creds = credentials(cluster, KUSTOMIZE, tmp_path)
+    token = creds.token.path.read_text()
+    username = creds.install.username
+    asked_before = len(audit.requests(cluster.plane.audit_log, username))
+    with (
+        throttled(cluster, creds.install, shares=0),
+        seat_held(cluster.plane, token) as release,
+    ):
+        # The API server's flow control follows its objects within moments.
+        eventually(lambda: cluster.plane.get("/version", token=token)[0] == 429)
+        with serve(creds, tmp_path, ready=None) as exporter:
+            eventually(
+                lambda: all(
+                    metric(
+                        scrape(exporter.url),
+                        "topology_hints_watch_restarts_total",
+                        resource=resource,
+                        cause="throttled",
+                    )
+                    >= 2
+                    for resource in (*REQUIRED, "events")
+                )
+            )
+            status, text = http_get(exporter.url + "/readyz")
+            assert status == 503
+            assert "429 Too Many Requests" in text
+            release()
+            wait_ready(exporter, timeout=RECOVERY_TIMEOUT)
+            wait_agreeing(exporter.url, evaluate_dump(cluster, tmp_path))
+    made = [
+        r
+        for r in audit.requests(cluster.plane.audit_log, username)[asked_before:]
+        if not r.user_agent.startswith(HARNESS_USER_AGENT)
+    ]
+    print(audit.report("APF", made))  # noqa: T201
+    refused = {r.target for r in made if 429 in r.codes}
+    assert refused >= {*RESOURCE_TARGETS, "/version"}
+    assert waits_after_429(made, at_least=1.0) == []
+    assert [p for p in asked_properly(made) if not p.startswith("refused")] == []
