@@ -77,16 +77,25 @@ def pods_of(shape: Shape, index: int) -> Iterator[tuple[str, str, str]]:
 def build(cluster: RealCluster, namespace: str, shapes: tuple[Shape, ...] = SHAPES) -> None:
     """Nodes first, then each Service and its Pods; settled, every Service synced again
     (the controller does not revisit a Service the Nodes alone changed), settled."""
+    build_namespaces(cluster, {namespace: shapes})
+
+
+def build_namespaces(cluster: RealCluster, namespaces: dict[str, tuple[Shape, ...]]) -> None:
+    """`build` of several namespaces at once (one settle), Pod IPs unique across them."""
     cluster.replace_nodes(node_set())
-    cluster.create_namespace(namespace)
-    cluster.clear_namespace(namespace)
-    for index, shape in enumerate(shapes):
-        cluster.create_service(namespace, shape.body())
-        for pod, node, ip in pods_of(shape, index):
-            cluster.run_pod(namespace, pod, node=node, ip=ip, labels={"app": shape.name})
+    index = 0
+    for namespace, shapes in namespaces.items():
+        cluster.create_namespace(namespace)
+        cluster.clear_namespace(namespace)
+        for shape in shapes:
+            cluster.create_service(namespace, shape.body())
+            for pod, node, ip in pods_of(shape, index):
+                cluster.run_pod(namespace, pod, node=node, ip=ip, labels={"app": shape.name})
+            index += 1
     cluster.settle()
-    for shape in shapes:
-        cluster.touch_service(namespace, shape.name, 1)
+    for namespace, shapes in namespaces.items():
+        for shape in shapes:
+            cluster.touch_service(namespace, shape.name, 1)
     cluster.settle()
 
 

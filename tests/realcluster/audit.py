@@ -9,6 +9,7 @@ request to the next (a resourceVersion other than 0, timeoutSeconds, continue to
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
 import urllib.parse
@@ -116,3 +117,10 @@ def report(title: str, made: list[Request]) -> str:
     lines = [f"{title}: {len(made)} requests"]
     lines += [f"  {count:5d}  {line}" for line, count in sorted(counted.items())]
     return "\n".join(lines)
+
+
+def credential_id(token: str) -> str:
+    """What the audit log records of a ServiceAccount token: JTI=<its jti claim>."""
+    payload = token.split(".")[1]
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    return f"JTI={claims['jti']}"

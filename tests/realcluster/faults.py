@@ -28,10 +28,17 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from tests.realcluster.cluster import RealCluster
-from tests.realcluster.controlplane import ControlPlane
+from tests.realcluster.controlplane import ControlPlane, ControlPlaneSettings
 from tests.realcluster.installed import Install, apply, kubectl
 
 Json = dict[str, Any]
+
+# An API server as some clusters tune it: no watch cache (every watch and LIST goes to etcd,
+# so a resume from a compacted revision is 410; no bookmarks) and no WatchList (a
+# streaming list is refused with 422). One plane for both keeps the suite's cost down.
+WITHOUT_CACHE_OR_WATCH_LIST = ControlPlaneSettings(
+    extra_apiserver_args=("--watch-cache=false", "--feature-gates=WatchList=false")
+)
 
 
 def _etcd(plane: ControlPlane, path: str, body: Json) -> Json:

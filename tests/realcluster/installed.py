@@ -11,7 +11,11 @@ whose user reads it (`tokenFile`), as the in-cluster configuration reads its tok
 
 from __future__ import annotations
 
+import copy
+import os
+import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -20,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from tests.conftest import require_binary
+from tests.conftest import PROJECT_ROOT, require_binary
 from tests.realcluster.cluster import RealCluster
 from tests.realcluster.controlplane import ControlPlane
 
@@ -37,13 +41,29 @@ IDENTITY_KINDS = ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBind
 TOKEN_SECONDS = 3600
 
 
-def rendered(source: str) -> tuple[Json, ...]:
-    """Every object the source renders with its default values."""
+def rendered(source: str, components: tuple[str, ...] = ()) -> tuple[Json, ...]:
+    """Every object the source renders with its default values (kustomize: with these
+    components of the repository, as a user's kustomization adds them)."""
     # Imported here: both modules are test modules of their own (collected by pytest).
     if source == KUSTOMIZE:
-        from tests.test_deploy import PLAIN, render  # noqa: PLC0415
+        from tests.test_deploy import PLAIN, _render_cached, render  # noqa: PLC0415
 
-        return render(PLAIN)
+        if not components:
+            return render(PLAIN)
+        folder = Path(tempfile.mkdtemp(prefix="kustomization-"))
+        try:
+            root = Path(os.path.relpath(PROJECT_ROOT, folder))
+            (folder / "kustomization.yaml").write_text(
+                yaml.safe_dump(
+                    {
+                        "resources": [str(root / PLAIN)],
+                        "components": [str(root / component) for component in components],
+                    }
+                )
+            )
+            return _render_cached(require_binary("kubectl"), str(folder))
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
     if source == HELM:
         from tests.test_helm import render_chart  # noqa: PLC0415
 
@@ -73,6 +93,10 @@ class Install:
     @property
     def cluster_role_binding(self) -> Json:
         return self._only("ClusterRoleBinding")
+
+    @property
+    def cluster_role(self) -> Json:
+        return self._only("ClusterRole")
 
     @property
     def username(self) -> str:
@@ -172,12 +196,49 @@ class Credentials:
     kubeconfig: Path
 
 
-def credentials(cluster: RealCluster, source: str, folder: Path) -> Credentials:
-    """Install `source`'s identity, project a fresh token for it, and write a kubeconfig."""
-    found = install(cluster, source)
+def credentials(cluster: RealCluster, source: str | Install, folder: Path) -> Credentials:
+    """Install `source`'s identity (or this one), project a fresh token for it, and write a
+    kubeconfig."""
+    if isinstance(source, Install):
+        found = source
+        cluster.create_namespace(found.namespace)
+        apply(cluster.plane, found.objects)
+    else:
+        found = install(cluster, source)
     token = ProjectedToken(folder / "serviceaccount")
     token.write(mint_token(cluster, found))
     kubeconfig = token_kubeconfig(
         cluster.plane, folder / "exporter.kubeconfig", token.path, found.service_account
     )
     return Credentials(found, token, kubeconfig)
+
+
+def renamed(install: Install, name: str, *, without: str | None = None) -> Install:
+    """The same identity under `name` (ServiceAccount, ClusterRole and binding), its
+    ClusterRole without the resource `without`: an operator who left a permission out."""
+    objects = []
+    for doc in copy.deepcopy(install.objects):
+        kind = doc["kind"]
+        if kind == "Namespace":
+            objects.append(doc)
+            continue
+        doc["metadata"]["name"] = name
+        if kind == "ClusterRoleBinding":
+            doc["roleRef"]["name"] = name
+            for subject in doc["subjects"]:
+                subject["name"] = name
+        if kind == "ClusterRole" and without is not None:
+            rules = [
+                {**rule, "resources": [r for r in rule["resources"] if r != without]}
+                for rule in doc["rules"]
+            ]
+            doc["rules"] = [rule for rule in rules if rule["resources"]]
+        objects.append(doc)
+    return Install(install.source, tuple(objects))
+
+
+def grant_as_shipped(cluster: RealCluster, install: Install) -> None:
+    """Give `install`'s ClusterRole the rules of the shipped one (its missing permission)."""
+    role = copy.deepcopy(identity(install.source).cluster_role)
+    role["metadata"]["name"] = install.cluster_role["metadata"]["name"]
+    apply(cluster.plane, [role])

@@ -6,8 +6,9 @@ conditions: the exporter's own metrics, its readiness, the API server's audit lo
 
 - a kube-apiserver restart (its own control plane: the restart drops every client's
   connections, other modules' included);
-- an etcd compaction under a watch: a plane without the watch cache (--watch-cache=false)
-  sends a resume to etcd, which has compacted the revision away: 410, and a new list;
+- an etcd compaction under a watch: a plane without the watch cache (--watch-cache=false,
+  and without WatchList: LIST then WATCH) sends a resume to etcd, which has compacted the
+  revision away: 410, and a new list;
 - the ClusterRoleBinding removed (403, watch_up 0: TopologyHintsExporterWatchDown's
   series) and applied again;
 - the ServiceAccount's token file rewritten with a new token after the old one was
@@ -22,9 +23,7 @@ them at its next watch; the others run the real `serve` with its defaults.
 
 from __future__ import annotations
 
-import base64
 import itertools
-import json
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -43,6 +42,7 @@ from tests.realcluster.cluster import RealCluster
 from tests.realcluster.controlplane import ControlPlane, ControlPlaneSettings, started
 from tests.realcluster.faults import (
     HARNESS_USER_AGENT,
+    WITHOUT_CACHE_OR_WATCH_LIST,
     binding_removed,
     compact,
     recreate_service_account,
@@ -72,7 +72,6 @@ QUICK = InformerSettings(
 )
 # client-go reads a token file again every minute; the exporter at its next request.
 TOKEN_TIMEOUT = 30.0
-NO_WATCH_CACHE = ControlPlaneSettings(extra_apiserver_args=("--watch-cache=false",))
 
 
 def metric(text: Scrape, name: str, **labels: str) -> float:
@@ -145,7 +144,7 @@ def restart_cluster(own_plane: ControlPlane) -> Iterator[RealCluster]:
 def cacheless_cluster(
     control_plane_factory: Callable[[ControlPlaneSettings], ControlPlane],
 ) -> Iterator[RealCluster]:
-    yield from built(control_plane_factory(NO_WATCH_CACHE))
+    yield from built(control_plane_factory(WITHOUT_CACHE_OR_WATCH_LIST))
 
 
 @pytest.fixture(scope="module")
@@ -319,13 +318,6 @@ def test_a_removed_cluster_role_binding_is_403_then_recovered(
     assert [p for p in asked_properly(made) if not p.startswith("refused")] == []
 
 
-def credential_id(token: str) -> str:
-    """What the audit log records of a ServiceAccount token: JTI=<its jti claim>."""
-    payload = token.split(".")[1]
-    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-    return f"JTI={claims['jti']}"
-
-
 @pytest.mark.parametrize("configuration", ["kubeconfig", "in-cluster"])
 def test_a_rotated_token_file_is_read_without_a_restart(
     configuration: str,
@@ -356,7 +348,7 @@ def test_a_rotated_token_file_is_read_without_a_restart(
         recreate_service_account(cluster, creds.install)
         new_token = mint_token(cluster, creds.install)
         creds.token.write(new_token)
-        new = credential_id(new_token)
+        new = audit.credential_id(new_token)
         # Its watches end every few seconds: the next ones must carry the new token.
         eventually(
             lambda: any(
