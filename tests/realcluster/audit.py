@@ -74,8 +74,9 @@ def _target(entry: dict[str, object]) -> str:
     return urllib.parse.urlsplit(str(entry.get("requestURI", ""))).path
 
 
-def requests(log: Path, username: str) -> list[Request]:
-    """The requests `username` made, in the order the API server received them."""
+def requests(log: Path, username: str, token: str | None = None) -> list[Request]:
+    """The requests `username` made (with `token` only, when given: one process's among
+    all that share a ServiceAccount), in the order the API server received them."""
     found: dict[str, Request] = {}
     text = log.read_text(errors="replace") if log.exists() else ""
     for line in text.splitlines():
@@ -103,7 +104,11 @@ def requests(log: Path, username: str) -> list[Request]:
         code = (entry.get("responseStatus") or {}).get("code")
         if isinstance(code, int):
             request.codes.add(code)
-    return sorted(found.values(), key=lambda request: request.received)
+    made = sorted(found.values(), key=lambda request: request.received)
+    if token is not None:
+        credential = credential_id(token)
+        made = [request for request in made if request.credential == credential]
+    return made
 
 
 def summary(made: Iterable[Request]) -> Counter[str]:

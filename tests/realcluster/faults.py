@@ -36,6 +36,7 @@ Json = dict[str, Any]
 # An API server as some clusters tune it: no watch cache (every watch and LIST goes to etcd,
 # so a resume from a compacted revision is 410; no bookmarks) and no WatchList (a
 # streaming list is refused with 422). One plane for both keeps the suite's cost down.
+# test_faults restarts its API server: clients made before that may hold dead connections.
 WITHOUT_CACHE_OR_WATCH_LIST = ControlPlaneSettings(
     extra_apiserver_args=("--watch-cache=false", "--feature-gates=WatchList=false")
 )

@@ -164,6 +164,10 @@ class ProjectedToken:
     def path(self) -> Path:
         return self.folder / "token"
 
+    def read(self) -> str:
+        """The token the file holds now."""
+        return self.path.read_text()
+
     def write(self, token: str) -> None:
         self._writes += 1
         version = self.folder / f"..{time.strftime('%Y_%m_%d_%H_%M_%S')}.{self._writes}"

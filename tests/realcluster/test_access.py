@@ -334,7 +334,12 @@ def test_the_detection_components_rbac_is_enough_to_detect(
     )
     assert {doc["kind"] for doc in detection} == {"Role", "RoleBinding"}
     apply(cluster.plane, detection)
-    creds = credentials(cluster, KUSTOMIZE, tmp_path)
-    with exporter_as(creds, detect_dataplanes=True) as exporter:
-        result = eventually(exporter, lambda r: routed_by(r, DataPlane.CILIUM_1_18_0))
+    try:
+        creds = credentials(cluster, KUSTOMIZE, tmp_path)
+        with exporter_as(creds, detect_dataplanes=True) as exporter:
+            result = eventually(exporter, lambda r: routed_by(r, DataPlane.CILIUM_1_18_0))
+    finally:
+        for doc in detection:
+            name = doc["metadata"]["name"]
+            kubectl(cluster.plane, "delete", doc["kind"].lower(), "-n", "kube-system", name)
     assert info(result) == [(str(DataPlane.CILIUM_1_18_0), "detected")]

@@ -80,10 +80,6 @@ def metric(text: Scrape, name: str, **labels: str) -> float:
     )
 
 
-def exporter_scrape(url: str) -> Scrape:
-    return scrape(url)
-
-
 def eventually(check: Callable[[], bool], timeout: float = RECOVERY_TIMEOUT) -> None:
     wait_until(check, timeout=timeout, interval=0.2)
 
@@ -195,7 +191,7 @@ def test_an_apiserver_restart_keeps_a_whole_current_state(
     # 403 until its RBAC caches sync: retried within seconds, not after 5 minutes) and
     # "expired" (its new watch cache starts after the resourceVersions: 410, listed again).
     print(f"restart: watch restarts by cause {sorted(causes)}")  # noqa: T201
-    made = audit.requests(cluster.plane.audit_log, creds.install.username)
+    made = audit.requests(cluster.plane.audit_log, creds.install.username, creds.token.read())
     print(audit.report("restart", made))  # noqa: T201
     # A restarted API server answers 429 until its watch cache is ready: not counted here.
     assert [p for p in asked_properly(made) if not p.startswith("refused")] == []
@@ -230,7 +226,7 @@ def test_a_resume_from_a_compacted_revision_is_410_and_lists_again(
         before = scrape(exporter.url)
         revision = compact(cluster.plane)
         username = creds.install.username
-        asked_before = len(audit.requests(cluster.plane.audit_log, username))
+        asked_before = len(audit.requests(cluster.plane.audit_log, username, creds.token.read()))
         # Only a new watch request meets the compaction: drop them all (the API server's
         # restart keeps etcd's history, so the 410 is the compaction's alone).
         cluster.plane.restart_apiserver()
@@ -264,7 +260,7 @@ def test_a_resume_from_a_compacted_revision_is_410_and_lists_again(
     print(f"compacted at {revision}: 410s by resource {expired}")  # noqa: T201
     assert expired["nodes"] >= 1
     assert expired["services"] == 0
-    made = audit.requests(cluster.plane.audit_log, username)[asked_before:]
+    made = audit.requests(cluster.plane.audit_log, username, creds.token.read())[asked_before:]
     relisted = {r.target for r in made if is_initial(r)}
     assert "nodes" in relisted
     assert "services" not in relisted
@@ -313,7 +309,7 @@ def test_a_removed_cluster_role_binding_is_403_then_recovered(
         cluster.settle()
         wait_agreeing(url, evaluate_dump(cluster, tmp_path), timeout=RECOVERY_TIMEOUT)
         eventually(lambda: watches_up(scrape(url)))
-    made = audit.requests(cluster.plane.audit_log, creds.install.username)
+    made = audit.requests(cluster.plane.audit_log, creds.install.username, creds.token.read())
     assert any(403 in r.codes for r in made)
     assert [p for p in asked_properly(made) if not p.startswith("refused")] == []
 
@@ -389,7 +385,6 @@ def test_priority_and_fairness_429s_are_waited_as_told_then_recovered(
     creds = credentials(cluster, KUSTOMIZE, tmp_path)
     token = creds.token.path.read_text()
     username = creds.install.username
-    asked_before = len(audit.requests(cluster.plane.audit_log, username))
     with (
         throttled(cluster, creds.install, shares=0),
         seat_held(cluster.plane, token) as release,
@@ -417,7 +412,7 @@ def test_priority_and_fairness_429s_are_waited_as_told_then_recovered(
             wait_agreeing(exporter.url, evaluate_dump(cluster, tmp_path))
     made = [
         r
-        for r in audit.requests(cluster.plane.audit_log, username)[asked_before:]
+        for r in audit.requests(cluster.plane.audit_log, username, token)
         if not r.user_agent.startswith(HARNESS_USER_AGENT)
     ]
     print(audit.report("APF", made))  # noqa: T201

@@ -53,12 +53,8 @@ def without_watch_list(
 
 def _of(cluster: RealCluster, creds: Credentials, resource: str) -> list[audit.Request]:
     """This exporter's requests for `resource`, in the order the API server received them."""
-    mine = audit.credential_id(creds.token.path.read_text())
-    return [
-        r
-        for r in audit.requests(cluster.plane.audit_log, creds.install.username)
-        if r.credential == mine and r.target == resource
-    ]
+    made = audit.requests(cluster.plane.audit_log, creds.install.username, creds.token.read())
+    return [r for r in made if r.target == resource]
 
 
 def _exported(result: Scrape, name: str) -> bool:
