@@ -57,9 +57,11 @@ def etcd_revision(plane: ControlPlane) -> int:
     return int(answer["header"]["revision"])
 
 
-def compact(plane: ControlPlane) -> int:
-    """Compact etcd's history at its current revision (physically); the revision."""
-    revision = etcd_revision(plane)
+def compact(plane: ControlPlane, revision: int | None = None) -> int:
+    """Compact etcd's history at `revision` (its current one by default), physically:
+    revisions below it are gone, it stays. The revision."""
+    if revision is None:
+        revision = etcd_revision(plane)
     _etcd(plane, "/v3/kv/compaction", {"revision": str(revision), "physical": True})
     return revision
 

@@ -214,6 +214,9 @@ def test_a_resume_from_a_compacted_revision_is_410_and_lists_again(
             scrape(exporter.url), "topology_hints_watch_events_total", resource="services"
         )
         cluster.touch_service(NAMESPACE, "close", 2)
+        touched = int(
+            cluster.core.read_namespaced_service("close", NAMESPACE).metadata.resource_version
+        )
         cluster.settle()
         eventually(
             lambda: (
@@ -223,8 +226,16 @@ def test_a_resume_from_a_compacted_revision_is_410_and_lists_again(
                 > seen
             )
         )
+        # A resume from resourceVersion R watches from R+1, and a compaction at C keeps C:
+        # compacted at the touch's revision + 1 (written by an object the exporter does not
+        # watch), the Services watch resumes at C, every other one before it. The API server
+        # writes its own Leases meanwhile: the current revision would pass the Services
+        # watch too.
+        cluster.core.create_namespaced_config_map(
+            NAMESPACE, {"metadata": {"generateName": "compaction-"}}
+        )
         before = scrape(exporter.url)
-        revision = compact(cluster.plane)
+        revision = compact(cluster.plane, touched + 1)
         username = creds.install.username
         asked_before = len(audit.requests(cluster.plane.audit_log, username, creds.token.read()))
         # Only a new watch request meets the compaction: drop them all (the API server's
