@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from alerts import controller
 from alerts.recording import GROUP as RECORDING_GROUP
 from alerts.recording import recording_rules
 from alerts.traffic import (
@@ -75,7 +76,7 @@ class Config:
             # A node-local endpoint missing for longer than a pod restart takes.
             "TopologyHintsLocalPolicyDropped": "15m",
             "TopologyHintsExporterWatchDown": "5m",
-            # RBAC changes are slow and the exporter retries a 403 every 5 minutes.
+            # RBAC changes are slow; the exporter backs its 403 retries off to 5 minutes.
             "TopologyHintsExporterOptionalWatchDown": "15m",
             "TopologyHintsExporterDown": "5m",
             # Long enough that a burst or a rollout's reconnections do not decide it.
@@ -603,13 +604,25 @@ def groups(config: Config) -> list[dict[str, Any]]:
             "rules": linked_to_services(config, measured_rules(config)),
         },
         {"name": "topology-hints-exporter", "rules": exporter_rules(config)},
+        # The cross-check against kube-controller-manager's own count (alerts/controller.py).
+        {"name": controller.GROUP, "rules": controller.alerting_rules(config.monitoring)},
         {"name": RECORDING_GROUP, "rules": recording_rules(config.monitoring)},
+        {
+            "name": controller.RECORDING_GROUP,
+            "rules": controller.recording_rules(config.monitoring),
+        },
         *traffic_groups(config.monitoring),
     ]
 
 
 # The recording groups (the mixin's prometheusRules): the dashboards' and the traffic ones.
-RECORDING_GROUPS = (RECORDING_GROUP, ISTIO_GROUP, LINKERD_GROUP, CROSS_ZONE_GROUP)
+RECORDING_GROUPS = (
+    RECORDING_GROUP,
+    controller.RECORDING_GROUP,
+    ISTIO_GROUP,
+    LINKERD_GROUP,
+    CROSS_ZONE_GROUP,
+)
 
 
 # --------------------------------------------------------------------------------------------------

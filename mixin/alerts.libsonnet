@@ -256,6 +256,24 @@
           },
         ],
       },
+      {
+        "name": "topology-hints-controller",
+        "rules": [
+          {
+            "alert": "TopologyHintsTrafficDistributionMismatch",
+            "expr": "(\n  topology_hints:services_by_traffic_distribution:count\n  - on (" + $._config.clusterLabel + ", traffic_distribution)\n  max by (" + $._config.clusterLabel + ", traffic_distribution) (endpoint_slice_controller_services_count_by_traffic_distribution)\n) != 0\nor\n-(\n  (\n    max by (" + $._config.clusterLabel + ", traffic_distribution) (endpoint_slice_controller_services_count_by_traffic_distribution) > 0\n    unless on (" + $._config.clusterLabel + ", traffic_distribution)\n    topology_hints:services_by_traffic_distribution:count\n  )\n  and on (" + $._config.clusterLabel + ")\n  max by (" + $._config.clusterLabel + ") (topology_hints_watch_up{" + $._config.topologyHintsExporterSelector + ", resource=\"services\"}) == 1\n)\nor\n(\n  (\n    topology_hints:services_by_traffic_distribution:count\n    unless on (" + $._config.clusterLabel + ", traffic_distribution)\n    max by (" + $._config.clusterLabel + ", traffic_distribution) (endpoint_slice_controller_services_count_by_traffic_distribution)\n  )\n  and on (" + $._config.clusterLabel + ")\n  max by (" + $._config.clusterLabel + ") (endpoint_slice_controller_syncs)\n)\n",
+            "for": "30m",
+            "labels": {
+              "severity": "warning",
+            },
+            "annotations": {
+              "summary": "The exporter and the EndpointSlice controller count different Services using a trafficDistribution value.",
+              "description": "Services with trafficDistribution {{ $labels.traffic_distribution }}: topology-hints-exporter's count of those honoured minus kube-controller-manager's (its EndpointSlice controller's endpoint_slice_controller_services_count_by_traffic_distribution) is {{ $value }} for 30m. The exporter misjudges the control plane's version, gates or Services, or the controller does not sync them.",
+              "runbook_url": ($._config.runbookURLPattern % "topologyhintstrafficdistributionmismatch"),
+            },
+          },
+        ],
+      },
     ],
   },
 }

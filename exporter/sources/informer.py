@@ -108,7 +108,10 @@ class InformerSettings:
     timeouts: Timeouts = field(default_factory=Timeouts)
     backoff_initial: float = 0.5
     backoff_max: float = 30.0
-    # After a 403, retry rarely: RBAC changes are slow and each try costs a log line.
+    # 403s are retried on a backoff of their own that grows from backoff_initial to this:
+    # a restarted API server refuses everyone for the seconds its RBAC caches take to
+    # sync (a fixed 5-minute wait kept the state stale that long), while a permission that
+    # is really missing is asked for rarely (RBAC changes are slow).
     forbidden_retry: float = 300.0
     # A Retry-After longer than this is cut to it: a misbehaving proxy cannot park a watch.
     retry_after_max: float = 300.0
@@ -176,6 +179,9 @@ class Informer(Generic[_Raw, _Slim]):
         # settings.resume_attempts, list again.
         self._failed_resumes = 0
         self._backoff = Backoff(self._settings.backoff_initial, self._settings.backoff_max)
+        self._forbidden_backoff = Backoff(
+            self._settings.backoff_initial, self._settings.forbidden_retry
+        )
         # The server sends bookmarks: a silent watch is then a stalled one, not a quiet one.
         self._bookmarks_seen = False
         # time.monotonic() of the last complete line on the current watch.
@@ -446,6 +452,7 @@ class Informer(Generic[_Raw, _Slim]):
         self._healthy()
         self._failed_resumes = 0
         self._backoff.reset()
+        self._forbidden_backoff.reset()
         self._relist_backoff.reset()
         if resource_version:
             self._resource_version = resource_version
@@ -485,7 +492,7 @@ class Informer(Generic[_Raw, _Slim]):
             asked = min(requested, self._settings.retry_after_max)
             delay = max(asked, self._backoff.next_delay())
         elif forbidden:
-            delay = self._settings.forbidden_retry
+            delay = self._forbidden_backoff.next_delay()
         else:
             delay = self._backoff.next_delay()
         self._stop.wait(delay)

@@ -16,8 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import urllib3
 
+from exporter.sources.tokenfile import TokenFile
+
 if TYPE_CHECKING:
-    from kubernetes.client import ApiClient
+    from kubernetes.client import ApiClient, Configuration
+
+# The client's name for the Authorization header's API key.
+BEARER_TOKEN = "BearerToken"  # noqa: S105 - a key name, not a secret
 
 # Importing the `kubernetes` package takes most of a command's start-up; it is imported only
 # where configuration is loaded, so `serve --snapshot` and the offline commands do without.
@@ -131,12 +136,15 @@ def _merge(into: _Entries, items: object, key: str, path: Path) -> None:
                 into.setdefault(name, (path, fields))
 
 
-def check_kubeconfig(kubeconfig: str | None, context: str | None) -> None:
+def check_kubeconfig(kubeconfig: str | None, context: str | None) -> Path | None:
     """Refuse, with a ConfigError, what would hang the client or exhaust its memory.
 
     Every kubeconfig file to be read, and the files that the chosen context's user and
     cluster name, must be regular files of bounded size; each is checked by its status,
     never opened. Relative paths are resolved as the client resolves them.
+
+    Returns the file the chosen user's token is read from (`tokenFile`, when no `token`,
+    exec plugin or auth provider gives one instead), for TokenFile to follow.
     """
     import yaml  # noqa: PLC0415
 
@@ -149,7 +157,7 @@ def check_kubeconfig(kubeconfig: str | None, context: str | None) -> None:
         try:
             config = yaml.safe_load(path.read_bytes())
         except (OSError, yaml.YAMLError, RecursionError, ValueError):
-            return  # the client reports it on its own terms
+            return None  # the client reports it on its own terms
         if isinstance(config, dict):
             _merge(users, config.get("users"), "user", path)
             _merge(clusters, config.get("clusters"), "cluster", path)
@@ -167,6 +175,7 @@ def check_kubeconfig(kubeconfig: str | None, context: str | None) -> None:
         (user, cluster, "client-key"),
         (cluster, cluster, "certificate-authority"),
     ]
+    token_file = None
     for holder, base, key in named:
         if holder is None or base is None:
             continue
@@ -174,6 +183,13 @@ def check_kubeconfig(kubeconfig: str | None, context: str | None) -> None:
         if isinstance(value, str) and value and f"{key}-data" not in holder[1]:
             target = base[0].parent / Path(value).expanduser()
             _check_file(target, key, MAX_CREDENTIAL_FILE_BYTES)
+            if key == "tokenFile" and not _TOKEN_SOURCES & holder[1].keys():
+                token_file = target
+    return token_file
+
+
+# A user's keys that give the token instead of its tokenFile (the client's order).
+_TOKEN_SOURCES = frozenset({"token", "exec", "auth-provider"})
 
 
 def api_client(kubeconfig: str | None = None, context: str | None = None) -> ApiClient:
@@ -187,11 +203,17 @@ def api_client(kubeconfig: str | None = None, context: str | None = None) -> Api
     try:
         if _in_cluster(kubeconfig, context):
             kubernetes.config.load_incluster_config(client_configuration=configuration)
+            # Read where the loader just read it (tests point it elsewhere).
+            token_file: Path | None = Path(
+                kubernetes.config.incluster_config.SERVICE_TOKEN_FILENAME
+            )
         else:
-            check_kubeconfig(kubeconfig, context)
+            token_file = check_kubeconfig(kubeconfig, context)
             kubernetes.config.load_kube_config(
                 config_file=kubeconfig, context=context, client_configuration=configuration
             )
+        if token_file is not None:
+            _follow(TokenFile(token_file), configuration)
         return ApiClient(configuration)
     except (
         ConfigError,
@@ -203,6 +225,25 @@ def api_client(kubeconfig: str | None = None, context: str | None = None) -> Api
         where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         detail = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise ConfigError(f"cannot load cluster configuration from {where}: {detail}") from None
+
+
+def _follow(token_file: TokenFile, configuration: Configuration) -> None:
+    """Every request of the client carries the token file's current token: a rotated one
+    from the next request on (exporter.sources.tokenfile).
+
+    The client calls `refresh_api_key_hook` before it builds each request's headers; this
+    one replaces the hook the configuration loader installed, which kept the token read at
+    load time (a kubeconfig's tokenFile) or read it again only each minute (in-cluster).
+    """
+
+    def refresh(config: Configuration) -> None:
+        token = token_file.token()
+        if token is not None:
+            config.api_key[BEARER_TOKEN] = f"Bearer {token}"
+            config.api_key_prefix.pop(BEARER_TOKEN, None)
+
+    refresh(configuration)
+    configuration.refresh_api_key_hook = refresh  # type: ignore[assignment]  # typed None
 
 
 SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
@@ -249,7 +290,7 @@ class KubeTransport:
             resource_path=path,
             query_params=list(query),
             header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
+            auth_settings=[BEARER_TOKEN],
         )
         response = self._client.call_api(
             *request, _request_timeout=(timeouts.connect, timeouts.read)

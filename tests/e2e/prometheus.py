@@ -173,10 +173,12 @@ def prometheus_stack(
     job: str = DEFAULT_JOB,
     other_jobs: Mapping[str, Sequence[str]] | None = None,
     extra_targets: Sequence[str] = (),
+    extra_scrape_configs: Sequence[Mapping[str, Any]] = (),
 ) -> Iterator[PrometheusStack]:
     """Start Alertmanager, then Prometheus scraping `target` (host:port) as `job` with the rules
     of `rule_file` (every alert's `for` replaced by `rule_for` when given); stop both on exit.
-    `extra_targets` are scraped as `job` too; `other_jobs` adds scrape jobs: job name -> targets.
+    `extra_targets` are scraped as `job` too; `other_jobs` adds scrape jobs: job name -> targets;
+    `extra_scrape_configs` are added as they are (HTTPS targets, say).
 
     All configuration, data and logs go under `directory`.
     """
@@ -246,7 +248,8 @@ def prometheus_stack(
                             job: [target, *extra_targets],
                             **(other_jobs or {}),
                         }.items()
-                    ],
+                    ]
+                    + [dict(config) for config in extra_scrape_configs],
                 }
             ),
             encoding="utf-8",

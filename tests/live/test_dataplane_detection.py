@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from structlog.testing import capture_logs
 
 from exporter.engine import DataPlane
 from tests.k8s_objects import Obj, endpoint_slice, service, three_zone_nodes, zone_endpoints
@@ -91,21 +90,6 @@ def test_kube_system_objects_select_the_data_plane(
     with start_exporter(detect_dataplanes=True) as exporter:
         result = eventually(exporter, lambda r: routed_by(r, expected))
     assert info(result) == [(str(expected), "detected")]
-
-
-def test_forbidden_detection_falls_back_to_the_flag_with_one_log_line(
-    kube_api: FakeKubeAPI, start_exporter: StartExporter
-) -> None:
-    """Without the component's RBAC (403), the --dataplane default applies; one warning."""
-    kube_api.load([*CLUSTER, daemonset("cilium", "quay.io/cilium/cilium:v1.18.0")])
-    kube_api.forbid("daemonsets")
-    with capture_logs() as logs, start_exporter(detect_dataplanes=True) as exporter:
-        result = eventually(exporter, lambda r: routed_by(r, DataPlane.KUBE_PROXY))
-    assert info(result) == [("kube-proxy", "flag")]
-    detection = [entry for entry in logs if "detection" in str(entry.get("event"))]
-    assert len(detection) == 1, logs
-    assert detection[0]["log_level"] == "warning"
-    assert "403" in detection[0]["error"]
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,8 @@
-"""How the informers ask: streaming lists, cache LISTs, jittered watch timeouts and relists."""
+"""How the informers ask: jittered watch timeouts, relists, one-shot reads.
+
+Streaming lists, the fallback to LIST when WatchList is off and consistent reads are the
+real API server's to answer: tests/realcluster/test_list_modes.py.
+"""
 
 from __future__ import annotations
 
@@ -42,56 +46,6 @@ def test_watch_timeouts_are_drawn_between_the_minimum_and_twice_it() -> None:
     assert min(drawn) >= 300
     assert max(drawn) < 600
     assert len(set(drawn)) > 100  # spread over the range, not a handful of values
-
-
-def test_a_streaming_list_is_one_request_that_goes_on_as_the_watch(
-    kube_api: FakeKubeAPI, start_exporter: StartExporter
-) -> None:
-    kube_api.load(_cluster())
-    settings = dataclasses.replace(FAST, streaming_list=True)
-    with start_exporter(informer=settings) as exporter:
-        kube_api.apply(service("shop", "late", topology_mode="Auto"))
-        kube_api.apply(endpoint_slice("shop", "late-1", "late", zone_endpoints(3, prefix="10.0.9")))
-        eventually(exporter, lambda r: _exported(r, "late"))
-    requests = _of(kube_api, "services")
-    assert len(requests) == 1, requests
-    (only,) = requests
-    assert only.streaming_list
-    assert only.query["resourceVersion"] == "0"
-    assert only.query["resourceVersionMatch"] == "NotOlderThan"
-    assert 30 <= int(only.query["timeoutSeconds"]) < 60  # FAST's minimum is 30 s
-
-
-def _exported(result: Scrape, name: str) -> bool:
-    return bool(result.labelled("topology_hints_service_info", namespace="shop", service=name))
-
-
-def test_without_watch_list_the_refusal_is_taken_once_then_lists_from_the_cache(
-    kube_api: FakeKubeAPI, start_exporter: StartExporter
-) -> None:
-    kube_api.load(_cluster())
-    kube_api.watch_list = False
-    settings = dataclasses.replace(FAST, streaming_list=True)
-    with start_exporter(informer=settings) as exporter:
-        assert exporter.readiness()[0]
-        eventually(exporter, lambda r: r.value("topology_hints_watch_up", resource="services") == 1)
-    first, listed, watched = _of(kube_api, "services")[:3]
-    assert (first.streaming_list, first.served.status) == (True, 422)
-    assert not listed.watch
-    assert listed.query == {"resourceVersion": "0", "resourceVersionMatch": "NotOlderThan"}
-    assert listed.served.source == "cache"
-    assert watched.watch
-    assert not watched.streaming_list
-
-
-def test_consistent_reads_when_asked(kube_api: FakeKubeAPI, start_exporter: StartExporter) -> None:
-    kube_api.load(_cluster())
-    settings = dataclasses.replace(FAST, use_apiserver_cache=False, streaming_list=False)
-    with start_exporter(informer=settings):
-        pass
-    listed = _of(kube_api, "services")[0]
-    assert listed.query == {"limit": str(FAST.page_size)}
-    assert listed.consistent_list
 
 
 def test_a_relist_after_410_waits_a_jittered_delay(

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from tests.conftest import EXAMPLES_DIR, PROJECT_ROOT, exporter_command
 from tests.kubeapi import FakeKubeAPI
@@ -236,16 +235,6 @@ def test_live_evaluate_follows_the_api_servers_version(
     assert "/version" in unknown.stderr
 
 
-def test_forbidden_nodes_are_named_not_diagnosed(kube_api: FakeKubeAPI, kubeconfig: Path) -> None:
-    """Without permission to list Nodes: a warning naming it, no insufficient-node diagnosis."""
-    kube_api.load(demo_objects())
-    kube_api.forbid("nodes")
-    completed = run("explain", "--kubeconfig", str(kubeconfig), "--summary")
-    assert completed.returncode == 2
-    assert completed.stdout.startswith("Warning: cannot list nodes: forbidden")
-    assert "InsufficientNodeInfo" not in completed.stdout
-
-
 def test_unreachable_cluster_is_one_line(tmp_path: Path) -> None:
     """A kubeconfig pointing at nothing: one line naming the server, exit 2."""
     with FakeKubeAPI() as api:
@@ -256,32 +245,6 @@ def test_unreachable_cluster_is_one_line(tmp_path: Path) -> None:
     assert completed.stderr.splitlines() == [
         f"topology-hints-exporter: error: cannot reach the API server at {url}: Connection refused"
     ]
-
-
-def test_default_kubeconfig_is_read_like_kubectl(kube_api: FakeKubeAPI, kubeconfig: Path) -> None:
-    """Without --snapshot or --kubeconfig, $KUBECONFIG's current context is read."""
-    kube_api.load(demo_objects())
-    env = {"PATH": "/usr/bin:/bin", "KUBECONFIG": str(kubeconfig), "HOME": str(kubeconfig.parent)}
-    completed = run("explain", "-n", "payments", "ledger", env=env)
-    assert completed.returncode == 1, completed.stderr
-    assert "Service payments/ledger (IPv4)" in completed.stdout
-    missing = run("explain", env={**env, "KUBECONFIG": str(kubeconfig.parent / "nope")})
-    assert missing.returncode == 2
-    assert len(missing.stderr.splitlines()) == 1
-    assert "--snapshot" in missing.stderr
-
-
-def test_bare_name_is_looked_up_in_the_context_namespace(
-    kube_api: FakeKubeAPI, kubeconfig: Path
-) -> None:
-    """As kubectl: NAME without -n is in the kubeconfig context's namespace."""
-    kube_api.load(demo_objects())
-    config = yaml.safe_load(kubeconfig.read_text())
-    config["contexts"][0]["context"]["namespace"] = "payments"
-    kubeconfig.write_text(yaml.safe_dump(config))
-    completed = run("explain", "--kubeconfig", str(kubeconfig), "ledger")
-    assert completed.returncode == 1, completed.stderr
-    assert "Service payments/ledger (IPv4)" in completed.stdout
 
 
 def test_nothing_to_show_says_why(tmp_path: Path) -> None:

@@ -14,7 +14,6 @@ import pytest
 import yaml
 
 from tests.conftest import exporter_command
-from tests.k8s_objects import endpoint_slice, service, three_zone_nodes, zone_endpoints
 from tests.kubeapi import FakeKubeAPI
 
 # Without the fix, `tokenFile: /dev/zero` reads until MemoryError: cap the child's memory so
@@ -90,24 +89,3 @@ def test_an_oversized_kubeconfig_is_refused(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_bytes(b"# padding\n" * (500 * 1024))
     _assert_one_line(_run("explain", "--kubeconfig", str(kubeconfig)), "larger than 4096 KiB")
-
-
-def test_a_relative_token_file_is_read_from_the_kubeconfigs_directory(
-    tmp_path: Path,
-) -> None:
-    """The check resolves paths as the client does: a good relative tokenFile still works."""
-    with FakeKubeAPI(require_token=True) as api:
-        api.load(
-            [
-                *three_zone_nodes(),
-                service("shop", "web", topology_mode="Auto"),
-                endpoint_slice("shop", "web-1", "web", zone_endpoints(3)),
-            ]
-        )
-        directory = tmp_path / "conf"
-        directory.mkdir()
-        (directory / "token").write_text(api.token)
-        kubeconfig = _with_user(api, directory / "kubeconfig", {"tokenFile": "token"})
-        completed = _run("explain", "--kubeconfig", str(kubeconfig), "shop/web")
-    assert completed.returncode == 0, completed.stderr
-    assert "shop/web" in completed.stdout
