@@ -30,8 +30,12 @@ explain: $(STAMP)
 		[ $$? -le 1 ] || exit 1; \
 	done
 
+# The suite is spread over the machine's cores (pytest-xdist); each real-cluster module keeps
+# to one worker, whose control planes its tests share (tests/realcluster/conftest.py).
+PYTEST_ARGS ?= -n auto --dist loadgroup
+
 test: $(STAMP) lint kube-binaries
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The pinned upstream etcd, kube-apiserver, kube-controller-manager and kube-proxy the
 # real-cluster tests run (tools/kube): built once from Go modules, then reused. The last

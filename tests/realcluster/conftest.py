@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +13,16 @@ from tests.conftest import IN_CI, require_binary
 from tests.realcluster.binaries import KubeBinaries, kube_binaries
 from tests.realcluster.cluster import RealCluster
 from tests.realcluster.controlplane import ControlPlane, ControlPlaneSettings, started
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`--dist loadgroup`), a real-cluster module runs on one worker:
+    its tests share that worker's control planes (Nodes are cluster-scoped, so one node
+    set at a time), and no other worker starts planes for it."""
+    here = Path(__file__).parent
+    for item in items:
+        if item.path.parent == here:
+            item.add_marker(pytest.mark.xdist_group(f"real-{item.path.stem}"))
 
 
 @pytest.fixture(scope="session")
