@@ -65,10 +65,12 @@ class Evaluator:
         profile: Profile = ASSUMED,
         one_shot: bool = False,
         forecasts: bool = True,
+        count_flips: bool = True,
     ) -> None:
         """`one_shot`: a command's single step (exporter.run.oneshot): nothing is kept for a
         next step (no prepared inputs, flips or change log). `forecasts`: False when no
-        reader of the result shows them (`evaluate`)."""
+        reader of the result shows them (`evaluate`). `count_flips` False: no flip is
+        counted until `published_as_ready` (the live exporter, before its /readyz)."""
         self._store = store
         self._one_shot = one_shot
         self._forecasts = forecasts
@@ -90,6 +92,10 @@ class Evaluator:
         self._results: immutables.Map[ServiceKey, ServiceResult] = immutables.Map()
         self._last_state: dict[EntryKey, ExpectedState] = {}
         self._flips: dict[EntryKey, int] = {}
+        # Flips are counted against states served as ready only: one computed before (from
+        # a list that was not whole: 0 Nodes, every Service refused) was never a verdict
+        # anyone saw, and a change from it is no flip of the Service (issue 30, 6).
+        self._counting = count_flips
         self._event_counts: dict[str, int] = {}
         self._event_totals: dict[str, int] = {}
         self._last_event: dict[EventKey, float] = {}
@@ -116,6 +122,10 @@ class Evaluator:
     @property
     def state(self) -> ClusterResult:
         return self._state
+
+    def published_as_ready(self) -> None:
+        """The state now published is served as ready: flips are counted from it on."""
+        self._counting = True
 
     @property
     def profile(self) -> Profile:
@@ -280,7 +290,7 @@ class Evaluator:
         if state not in _FLIPPING_STATES:
             return
         previous = self._last_state.get(key)
-        if previous is not None and previous is not state:
+        if self._counting and previous is not None and previous is not state:
             self._flips[key] += 1
         self._last_state[key] = state
 

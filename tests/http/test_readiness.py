@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.run.serve import describe_problem
+from exporter.run.readiness import describe_problem
 from tests.processes import free_port, serving
 from tests.scrape import http_get, wait_until
 
