@@ -38,8 +38,14 @@ LEAKS = ("10.96.0.1", "443", "HTTPSConnectionPool", "Max retries", "Errno", "url
         ("error: JSON is malformed: invalid character (byte 12)", "cannot be read"),
         ("stalled: no event or bookmark for 150 s (stopped in the middle of an event)",
          "its watch went silent"),
+        ("list expired: LIST answered 410 Gone 3 times (the streaming list was refused with "
+         "HTTP 422)", "its list cannot complete: LIST answered 410 Gone 3 times (the streaming "
+         "list was refused with HTTP 422)"),
+        ("list stalled: no end-of-list bookmark after 150 s",
+         "its streaming list has not ended: no end-of-list bookmark after 150 s"),
     ],
-    ids=["unreachable", "forbidden", "401", "429", "throttled", "503", "400", "decode", "stalled"],
+    ids=["unreachable", "forbidden", "401", "429", "throttled", "503", "400", "decode", "stalled",
+         "list-expired", "list-stalled"],
 )  # fmt: skip
 def test_problems_are_told_for_people(problem: str, words: str) -> None:
     text = describe_problem("nodes", problem, {"nodes": NOW - 75}, NOW)
