@@ -22,6 +22,7 @@ FORBIDDEN_TEXT = (
     "forbidden: HTTP 403 Forbidden: nodes is forbidden: User "
     '"system:serviceaccount:monitoring:exporter" cannot list resource "nodes"'
 )
+EXPIRED = "LIST answered 410 Gone 3 times (the streaming list was refused with HTTP 422)"
 LEAKS = ("10.96.0.1", "443", "HTTPSConnectionPool", "Max retries", "Errno", "urllib3", "/api/v1")
 
 
@@ -38,9 +39,7 @@ LEAKS = ("10.96.0.1", "443", "HTTPSConnectionPool", "Max retries", "Errno", "url
         ("error: JSON is malformed: invalid character (byte 12)", "cannot be read"),
         ("stalled: no event or bookmark for 150 s (stopped in the middle of an event)",
          "its watch went silent"),
-        ("list expired: LIST answered 410 Gone 3 times (the streaming list was refused with "
-         "HTTP 422)", "its list cannot complete: LIST answered 410 Gone 3 times (the streaming "
-         "list was refused with HTTP 422)"),
+        (f"list expired: {EXPIRED}", f"its list cannot complete: {EXPIRED}"),
         ("list stalled: no end-of-list bookmark after 150 s",
          "its streaming list has not ended: no end-of-list bookmark after 150 s"),
     ],
