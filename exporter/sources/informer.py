@@ -53,6 +53,9 @@ from exporter.sources.lists import NOT_OLDER_THAN, ResourceReader
 from exporter.sources.retry import (
     HTTP_FORBIDDEN,
     Backoff,
+    ExpiredError,
+    ListStalledError,
+    WatchStalledError,
     blames_resource_version,
     retry_after,
 )
@@ -94,24 +97,6 @@ class InformerMetrics(Protocol):
     def watch_restart(self, resource: Resource, cause: RestartCause) -> None: ...
     def watch_event(self, resource: Resource, event_type: EventTypeLabel) -> None: ...
     def invalid_object(self, resource: Resource) -> None: ...
-
-
-class ExpiredError(Exception):
-    """The resourceVersion or continue token is too old: list again from scratch."""
-
-
-class ListStalledError(Exception):
-    """A streaming list went on past the bound without its end bookmark."""
-
-
-class WatchStalledError(Exception):
-    """Nothing complete arrived on a watch for InformerSettings.watch_silence_seconds."""
-
-    def __init__(self, seconds: float, *, partial: bool) -> None:
-        where = "in the middle of an event" if partial else "between events"
-        super().__init__(f"no event or bookmark for {seconds:g} s (stopped {where})")
-        # Bytes of an unfinished event were pending: a stall, whatever the server's bookmarks.
-        self.partial = partial
 
 
 class Informer(Generic[_Raw, _Slim]):
@@ -208,14 +193,10 @@ class Informer(Generic[_Raw, _Slim]):
                 self._watch(self._resource_version)
                 if not self._stop.is_set():
                     self._metrics.watch_restart(self.spec.resource, "closed")
+                    if self._quiet_works():
+                        self._healthy()  # it stayed open to its timeout: it works
             except ExpiredError as expired:
-                self._metrics.watch_restart(self.spec.resource, "expired")
-                if self._resource_version is None:
-                    self._list_expired(expired)
-                else:
-                    self._log.info("resource version expired, listing again")
-                self._resource_version = None
-                self._stop.wait(self._relist_backoff.next_delay())
+                self._expired(expired)
             except WatchStalledError as stall:
                 if self._stop.is_set():
                     break
@@ -257,6 +238,15 @@ class Informer(Generic[_Raw, _Slim]):
         self._lists.abandon()
         return True
 
+    def _expired(self, error: ExpiredError) -> None:
+        self._metrics.watch_restart(self.spec.resource, "expired")
+        if self._resource_version is None:
+            self._list_expired(error)
+        else:
+            self._log.info("resource version expired, listing again")
+        self._resource_version = None
+        self._stop.wait(self._relist_backoff.next_delay())
+
     def _list_expired(self, error: ExpiredError) -> None:
         """A LIST (or streaming list) answered 410 Gone: listed again; reported once that
         has happened `resume_attempts` times in a row (a paged LIST slower than etcd's
@@ -286,11 +276,18 @@ class Informer(Generic[_Raw, _Slim]):
             # A server that sends no bookmarks (watch cache disabled) is silent whenever
             # nothing changes: reopen the watch from where it was, as after its timeout.
             self._metrics.watch_restart(self.spec.resource, "closed")
+            if self._quiet_works():
+                self._healthy()  # open and quiet for the whole bound: it works
             return
         self._metrics.watch_restart(self.spec.resource, "stalled")
         self._resume_failed(stall)
         self._report(f"stalled: {stall}", "stalled", stall, restart=False)
         self._stop.wait(self._backoff.next_delay())
+
+    def _quiet_works(self) -> bool:
+        """Whether a watch that delivered nothing is a working one: on a server that sends
+        no bookmarks, outside a streaming list (whose end is the only sign it worked)."""
+        return not self._bookmarks_seen and self._initial is None
 
     def _resume_failed(self, error: Exception) -> None:
         self._failed_resumes += 1
@@ -317,10 +314,11 @@ class Informer(Generic[_Raw, _Slim]):
         return resource_version
 
     def _listed(self, objects: list[_Slim]) -> None:
-        # Objects that vanished while we were not watching go away with the replace.
-        self._sink.replace(objects)
+        # Up before the objects are stored: whoever sees the new state sees watch_up 1 too.
         self._expired_lists = 0
         self._healthy()
+        # Objects that vanished while we were not watching go away with the replace.
+        self._sink.replace(objects)
         self.synced.set()
 
     @contextmanager
@@ -394,10 +392,12 @@ class Informer(Generic[_Raw, _Slim]):
         splitter = LineSplitter(self._settings.max_line_bytes)
         with self._request(query, timeouts) as response:
             self._last_line = time.monotonic()
-            if resource_version is not None and not self._bookmarks_seen:
+            if resource_version is not None and self._quiet_works() and not self._failed_resumes:
                 # A server that sends no bookmarks (no watch cache) is silent while nothing
-                # changes: the watch it accepted is all there is to tell it works, and
-                # waiting for an event kept watch_up 0 after every resume in a quiet cluster.
+                # changes: the watch it accepted is all there is to tell it works (waiting
+                # for an event kept watch_up 0 after every resume in a quiet cluster). Not
+                # after it answered this resourceVersion with an error: that watch is
+                # known to work once it has stayed open (`_quiet_works`).
                 self._healthy()
             try:
                 for chunk in response.stream(_READ_CHUNK, decode_content=True):
@@ -515,6 +515,8 @@ class Informer(Generic[_Raw, _Slim]):
         # Periodic bookmarks only: a stream that ends its list with one may send no other.
         self._bookmarks_seen |= bookmark and not end
         self._lists.follow(event_type, resource_version, end=end)
+        if end and self._initial is not None:
+            self._healthy()  # held past a bookmark before its objects: the stream works
 
     def _initial_events_end(self, objects: list[_Slim], resource_version: str) -> None:
         """The streaming list is complete: the state as of this resourceVersion."""

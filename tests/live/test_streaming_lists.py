@@ -161,14 +161,38 @@ def test_lists_answered_410_again_and_again_are_named_with_their_cause(
 def test_a_resumed_watch_is_up_without_waiting_for_an_event_when_no_bookmark_comes(
     kube_api: FakeKubeAPI, start_exporter: StartExporter
 ) -> None:
-    """kube-apiserver --watch-cache=false sends no bookmark: a watch resumed after a failure
+    """kube-apiserver --watch-cache=false sends no bookmark: a watch resumed after an outage
     in a quiet cluster is up once the server accepts it (it stayed 0 until the next event:
     TopologyHintsExporterWatchDown after 5 quiet minutes)."""
     kube_api.load(web_cluster())
     kube_api.bookmark_interval = 3600
     with start_exporter() as exporter:
         kube_api.wait_for_watches("services")
-        kube_api.fail("services", 500, times=1)
+        kube_api.down()
+        down = eventually(
+            exporter, lambda r: r.value("topology_hints_watch_up", resource="services") == 0
+        )
+        events = down.value("topology_hints_watch_events_total", resource="services") or 0
+        kube_api.up()
+        up = eventually(
+            exporter, lambda r: r.value("topology_hints_watch_up", resource="services") == 1
+        )
+        assert (up.value("topology_hints_watch_events_total", resource="services") or 0) == events
+        assert http_get(base_url(exporter) + "/readyz")[1].strip() == "ready"
+
+
+def test_a_watch_resumed_after_an_error_is_up_once_it_stayed_open_without_bookmarks(
+    kube_api: FakeKubeAPI, start_exporter: StartExporter
+) -> None:
+    """An error the server answered for the resourceVersion: the next watch it accepts is up
+    once it has stayed open for the silence bound (not at once: a server that answers every
+    resume with an error would make watch_up flap, and log each time)."""
+    kube_api.load(web_cluster())
+    kube_api.bookmark_interval = 3600
+    settings = dataclasses.replace(FAST, watch_silence_seconds=1.0)
+    with start_exporter(informer=settings) as exporter:
+        kube_api.wait_for_watches("services")
+        kube_api.fail("services", 500, times=1, verbs=("watch",))
         kube_api.drop_watches("services")
         failed = eventually(exporter, lambda r: restarts(r, "services", "error") >= 1)
         events = failed.value("topology_hints_watch_events_total", resource="services") or 0
@@ -176,7 +200,6 @@ def test_a_resumed_watch_is_up_without_waiting_for_an_event_when_no_bookmark_com
             exporter, lambda r: r.value("topology_hints_watch_up", resource="services") == 1
         )
         assert (up.value("topology_hints_watch_events_total", resource="services") or 0) == events
-        assert http_get(base_url(exporter) + "/readyz")[1].strip() == "ready"
 
 
 def test_a_streaming_list_s_end_bookmark_does_not_make_a_quiet_watch_a_stalled_one(
