@@ -46,6 +46,9 @@ _LOCAL_FALLBACK = {
     DataPlane.CILIUM_NO_TOPOLOGY,
     DataPlane.CALICO_EBPF,
 }
+# With no ready endpoint at all, kube-proxy sends cluster traffic to the serving terminating
+# ones (its CategorizeEndpoints; the real kube-proxy's rules, tests/realcluster).
+_NO_READY_FALLBACK = {DataPlane.KUBE_PROXY, DataPlane.KUBE_PROXY_1_29, DataPlane.KUBE_PROXY_1_33}
 
 
 # -- the reference -------------------------------------------------------------------------
@@ -114,6 +117,9 @@ def _given(  # noqa: PLR0911 - the section's list, one return per routing
     r = _usable(dataplane, slices)
     zone, name = client.zone, client.name
     if routing is Routing.CLUSTER:
+        if not r and dataplane in _NO_READY_FALLBACK:
+            every = _unique([e for s in slices for e in s.endpoints])
+            return [e for e in every if e.terminating is True and e.serving is not False]
         return _cluster(dataplane, svc, r, zone)
     if routing is Routing.SAME_ZONE:
         if dataplane in _LOCATED_ZONE:
@@ -395,13 +401,21 @@ def test_ingress_nginx_mixed_is_the_union_of_the_slices() -> None:
     assert figures["zones"]["c"]["effective"] == 0.0
 
 
-def test_calico_cluster_without_ready_endpoints_uses_terminating_ones() -> None:
+def test_cluster_without_ready_endpoints_uses_terminating_ones() -> None:
+    """Calico counts terminating endpoints in R; kube-proxy, finding no ready one anywhere,
+    sends cluster traffic to the serving terminating ones (what its rules DNAT to); Linkerd
+    to none."""
     terminating = Endpoint("10.9.0.1", ready=False, zone="a", node_name="a-1", terminating=True)
     slices = [endpoint_slice(terminating)]
-    assert _figures(service(), slices, DataPlane.KUBE_PROXY) is None
-    figures = _figures(service(), slices, DataPlane.CALICO_EBPF)
-    assert figures is not None
-    assert figures["zones"]["b"] == {"effective": 1.0, "floor": 1.0}
+    for dataplane in (DataPlane.CALICO_EBPF, DataPlane.KUBE_PROXY):
+        figures = _figures(service(), slices, dataplane)
+        assert figures is not None, dataplane
+        assert figures["zones"]["a"] == {"effective": 0.0, "floor": 0.0}
+        assert figures["zones"]["b"] == {"effective": 1.0, "floor": 1.0}
+    assert _figures(service(), slices, DataPlane.LINKERD) is None
+    # A terminating endpoint that no longer serves is no fallback.
+    gone = [endpoint_slice(replace(terminating, serving=False))]
+    assert _figures(service(), gone, DataPlane.KUBE_PROXY) is None
 
 
 def test_clients_need_a_zone_and_cpu_and_are_weighted_by_cpu() -> None:

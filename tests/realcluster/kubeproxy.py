@@ -544,7 +544,10 @@ def bump_marker(cluster: RealCluster, namespace: str, generation: int) -> tuple[
         cluster.create_service(namespace, {"metadata": {"name": MARKER}, "spec": {"ports": ports}})
         cluster.discovery.create_namespaced_endpoint_slice(namespace, marker_slice(generation))
     else:
-        cluster.core.patch_namespaced_service(MARKER, namespace, {"spec": {"ports": ports}})
+        # A JSON patch: a strategic merge would add the port beside the old one.
+        cluster.core.patch_namespaced_service(
+            MARKER, namespace, [{"op": "replace", "path": "/spec/ports", "value": ports}]
+        )
         cluster.discovery.replace_namespaced_endpoint_slice(
             MARKER, namespace, marker_slice(generation)
         )
