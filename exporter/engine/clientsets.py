@@ -69,9 +69,7 @@ class Given:
         `node` matters only for `same-node` and `local`; without it they give nothing.
         """
         if routing is Routing.CLUSTER:
-            if self._cluster is not None:
-                return self._cluster(zone)
-            return self.fallback or self.usable
+            return self.fallback or self.usable if self._cluster is None else self._cluster(zone)
         if routing is Routing.SAME_ZONE:
             return self._zone_sets().get(zone, _NO_ENDPOINTS)
         if routing is Routing.LOCAL:

@@ -487,8 +487,7 @@ def route(
         return NO_ROUTING
     entry = DATA_PLANES[dataplane]
     local_policy = (
-        entry.reads_internal_traffic_policy
-        and endpoints.service.internal_traffic_policy == "Local"
+        entry.reads_internal_traffic_policy and endpoints.service.internal_traffic_policy == "Local"
     )
     if not endpoints.ready.endpoints and not (local_policy and falls_back(entry, endpoints)):
         return routing_view(nodes, uniform(NO_READY_ENDPOINTS))

@@ -118,7 +118,7 @@ def _key(element: Any) -> tuple[str, str, int] | None:
     if isinstance(element, dict) and "elem" in element:  # an element with a comment
         element = element["elem"]["val"]
     parts = element.get("concat") if isinstance(element, dict) else None
-    if not parts or len(parts) != 3:  # noqa: PLR2004 - address . protocol . port
+    if not parts or len(parts) != 3:  # address . protocol . port
         return None
     return (str(parts[0]), str(parts[1]), int(parts[2]))
 
@@ -159,7 +159,7 @@ class Rules:
     def _dnat_targets(self, chain: str, depth: int = 0) -> Iterator[tuple[str, int]]:
         """Every IP:port the chain DNATs to, following its gotos into endpoint chains (the
         affinity rules and the numgen vmap name the same chains)."""
-        if depth > 2:  # noqa: PLR2004 - service chain -> endpoint chain, no deeper
+        if depth > 2:  # service chain -> endpoint chain, no deeper
             return
         for expressions in self.chains.get(chain, []):
             for expression in expressions:
@@ -539,7 +539,7 @@ def bump_marker(cluster: RealCluster, namespace: str, generation: int) -> tuple[
     """Point the marker at `generation` (created on first use); its ClusterIP and port."""
     port = MARKER_PORT_BASE + generation
     ports = [{"port": port, "targetPort": MARKER_TARGET_PORT, "protocol": "TCP"}]
-    existing = [s for s in cluster.core.list_namespaced_service(namespace).items]
+    existing = cluster.core.list_namespaced_service(namespace).items
     if not any(service.metadata.name == MARKER for service in existing):
         cluster.create_service(namespace, {"metadata": {"name": MARKER}, "spec": {"ports": ports}})
         cluster.discovery.create_namespaced_endpoint_slice(namespace, marker_slice(generation))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from tests.realcluster.cluster import RealCluster, node_body
 from tests.realcluster.controlplane import ControlPlane
 from tests.realcluster.kubeproxy import (
     MARKER_TARGET_PORT,
+    Expected,
     ProxyFleet,
     bump_marker,
     compare,
@@ -84,8 +85,18 @@ R, NR, T = "ready", "not-ready", "terminating"
 LOCAL = {"internalTrafficPolicy": "Local"}
 SAME_ZONE = {"trafficDistribution": "PreferSameZone"}
 FIRST: tuple[Pods | Hand, ...] = (
-    Pods("auto", (("node-a1", R), ("node-a2", R), ("node-b1", R), ("node-b1", R),
-                  ("node-c1", R), ("node-c1", R)), annotations=AUTO),  # fmt: skip
+    Pods(
+        "auto",
+        (
+            ("node-a1", R),
+            ("node-a2", R),
+            ("node-b1", R),
+            ("node-b1", R),
+            ("node-c1", R),
+            ("node-c1", R),
+        ),
+        annotations=AUTO,
+    ),
     Pods("same-zone", (("node-a1", R), ("node-b1", R), ("node-b1", R)), SAME_ZONE),
     Pods(
         "same-node",
@@ -106,19 +117,28 @@ FIRST: tuple[Pods | Hand, ...] = (
     Pods("plain", (("node-a1", R), ("node-b1", R), ("node-c1", R))),
     Hand(
         "partial",
-        (("node-a1", "zone-a", None, True), ("node-b1", "zone-b", None, True),
-         ("node-c1", None, None, True)),
-    ),  # fmt: skip
+        (
+            ("node-a1", "zone-a", None, True),
+            ("node-b1", "zone-b", None, True),
+            ("node-c1", None, None, True),
+        ),
+    ),
     Hand(
         "node-partial",
-        (("node-a1", "zone-a", "node-a1", True), ("node-b1", "zone-b", None, True),
-         ("node-c1", "zone-c", "node-c1", True)),
-    ),  # fmt: skip
+        (
+            ("node-a1", "zone-a", "node-a1", True),
+            ("node-b1", "zone-b", None, True),
+            ("node-c1", "zone-c", "node-c1", True),
+        ),
+    ),
     Hand(
         "ready-absent",
-        (("node-a1", "zone-a", None, True), ("node-b1", "zone-b", None, True),
-         ("node-c1", None, None, None)),
-    ),  # fmt: skip
+        (
+            ("node-a1", "zone-a", None, True),
+            ("node-b1", "zone-b", None, True),
+            ("node-c1", None, None, None),
+        ),
+    ),
 )
 # With the node without a zone label.
 SECOND: tuple[Pods | Hand, ...] = (
@@ -299,9 +319,7 @@ class Rig:
             f"kube-proxy rules ({label}): {len(nodes)} nodes x {len(services)} Services, "
             f"{compared} pairs compared, {len(problems)} disagreements"
         )
-        assert not problems, "kube-proxy's rules and the exporter disagree:\n" + "\n".join(
-            problems
-        )
+        assert not problems, "kube-proxy's rules and the exporter disagree:\n" + "\n".join(problems)
         routings: dict[tuple[str, str], set[str]] = {}
         for (_node, namespace, name), item in expected.items():
             routings.setdefault((namespace, name), set()).add(str(item.routing))
@@ -309,7 +327,10 @@ class Rig:
 
 
 def _evaluate_agrees(
-    dump_path: Path, minor: int, expected: Any, services: list[tuple[str, str]]
+    dump_path: Path,
+    minor: int,
+    expected: Mapping[tuple[str, str, str], Expected],
+    services: list[tuple[str, str]],
 ) -> list[str]:
     """`evaluate --dataplane kube-proxy` of the same dump counts the same routings."""
     result = run_cli(
@@ -326,11 +347,11 @@ def _evaluate_agrees(
     problems = []
     for entry in json.loads(result.stdout)["services"]:
         key = (entry["namespace"], entry["name"])
-        if key in services and entry["address_type"] == "IPv4":
-            if entry["routing"]["kube-proxy"] != counts.get(key):
-                problems.append(
-                    f"evaluate {key}: {entry['routing']['kube-proxy']} != {counts.get(key)}"
-                )
+        ipv4 = key in services and entry["address_type"] == "IPv4"
+        if ipv4 and entry["routing"]["kube-proxy"] != counts.get(key):
+            problems.append(
+                f"evaluate {key}: {entry['routing']['kube-proxy']} != {counts.get(key)}"
+            )
     return problems
 
 
