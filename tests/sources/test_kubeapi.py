@@ -679,6 +679,7 @@ def test_discovery_unknown_paths_and_request_log(kube_api: FakeKubeAPI, core: Co
     assert not last.watch
 
 
+@pytest.mark.server
 def test_require_token_rejects_requests_without_it(tmp_path: Path) -> None:
     """With require_token, a request without the kubeconfig's bearer token gets 401."""
     with FakeKubeAPI(require_token=True) as api:
