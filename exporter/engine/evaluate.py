@@ -26,6 +26,7 @@ from exporter.engine.routing import (
     RoutingView,
     ServiceEndpoints,
 )
+from exporter.vocabulary import EntryKey
 
 # ExpectedState and ZoneVerdict (exporter.engine.judgement) are part of a verdict, and the
 # context module's ready_nodes and DEFAULT_DATAPLANES part of evaluating: named here too.
@@ -81,8 +82,8 @@ class EntryVerdict:
     )
 
     @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.service.namespace, self.service.name, self.address_type)
+    def key(self) -> EntryKey:
+        return EntryKey((self.service.namespace, self.service.name, self.address_type))
 
     @property
     def proxied(self) -> bool:

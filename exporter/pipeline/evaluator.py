@@ -308,6 +308,6 @@ class Evaluator:
                 )
             seen[event.uid] = max(before, event.count)
             if event.timestamp is not None:
-                key = (event.namespace, event.service, event.reason)
+                key = EventKey((event.namespace, event.service, event.reason))
                 self._last_event[key] = max(self._last_event.get(key, 0.0), event.timestamp)
         self._event_counts = seen
