@@ -210,6 +210,9 @@ def _evaluator_alone(size: ClusterSize, conn: Connection) -> None:
 
 
 class EvaluatorAlone:
+    """The evaluator on the cluster with no HTTP or API server, in a child process: the reference
+    a node resize is timed against."""
+
     def __init__(self, size: ClusterSize) -> None:
         context = multiprocessing.get_context("spawn")
         self._conn, child = context.Pipe()
@@ -312,6 +315,8 @@ def static_server(
 
 
 class StaticCollector(Collector):
+    """A prometheus_client collector that yields fixed families: generate_latest's cost alone."""
+
     def __init__(self, families: list[Any]) -> None:
         self._families = families
 

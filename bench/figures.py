@@ -22,6 +22,8 @@ GROWTH_TOLERANCE = 1.25
 
 @dataclass(frozen=True)
 class Figure:
+    """One figure bench.py measures: its title, unit and definition, its reference and targets."""
+
     key: str
     title: str
     unit: str
@@ -174,6 +176,8 @@ class Run:
 
 @dataclass(frozen=True)
 class Summary:
+    """A figure over a scale's runs: the median and the min-max."""
+
     median: float
     low: float
     high: float

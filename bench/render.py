@@ -42,6 +42,8 @@ from exporter.state.store import ClusterStore  # noqa: E402
 
 @dataclass(frozen=True, slots=True)
 class Figure:
+    """One render measured over the runs: its name and the CPU seconds of each run."""
+
     name: str
     runs: tuple[float, ...]  # seconds
 
@@ -52,6 +54,8 @@ class Figure:
 
 @dataclass
 class Cluster:
+    """The in-process exporter render.py measures: store, evaluator, and the objects it changes."""
+
     store: ClusterStore
     evaluator: Evaluator
     slices: list[EndpointSlice]

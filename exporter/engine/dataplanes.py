@@ -374,6 +374,9 @@ class NodeSet(Enum):
 
 @dataclass(frozen=True, slots=True)
 class DataPlaneRule:
+    """How one data plane picks endpoints (behaviour §10 and §13): its rule, what a Service needs
+    for it to look at topology, and which endpoints it counts."""
+
     rule: Rule
     # What it is, in a few words (explain, docs).
     title: str

@@ -50,6 +50,9 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class EntryVerdict:
+    """The verdict on one entry, a Service's address type: whether the controller should hint it
+    and why, the hints observed against that, and how each data plane routes it."""
+
     service: Service
     address_type: str
     mechanism: Mechanism
@@ -93,6 +96,9 @@ class EntryVerdict:
 
 @dataclass(frozen=True, slots=True)
 class Evaluation:
+    """The verdicts on a whole snapshot, with the cluster facts they share: capacity, Ready nodes,
+    the Kubernetes profile and the cross-zone clients."""
+
     capacity: ClusterCapacity
     nodes: ReadyNodes
     # Sorted by namespace, name, address type.

@@ -42,6 +42,8 @@ __all__ = [
 
 
 class ProxyMode(StrEnum):
+    """kube-proxy's routing for a node in behaviour §5's words (the mode names explain shows)."""
+
     PREFER_SAME_NODE = "PreferSameNode"
     PREFER_SAME_ZONE = "PreferSameZone"
     CLUSTER = "Cluster"
@@ -60,6 +62,9 @@ _MODE_OF_ROUTING = MappingProxyType(
 
 @dataclass(frozen=True, slots=True)
 class ProxyView:
+    """kube-proxy's routing of one entry: the mode of each zone's nodes, and the nodes a node
+    hint keeps on themselves."""
+
     # Mode of the zone's nodes that match no node hint. Empty for unproxied Services.
     by_zone: Mapping[str, ProxyMode]
     # Nodes in PreferSameNode, sorted.

@@ -25,6 +25,8 @@ ISTIO_TRAFFIC_DISTRIBUTION_ANNOTATION = "networking.istio.io/traffic-distributio
 
 @dataclass(frozen=True, slots=True)
 class Node:
+    """A Node as the rules read it: name, zone, allocatable CPU, readiness and role."""
+
     name: str
     # None when the zone label is absent, "" when it is present but empty.
     zone: str | None
@@ -36,6 +38,9 @@ class Node:
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
+    """One endpoint of a slice, its conditions kept as written (None where absent): each data
+    plane reads absent values differently."""
+
     # addresses[0]: kube-proxy deduplicates on it. None if the endpoint lists no address.
     address: str | None
     # conditions.ready as written: the controller wants True, kube-proxy only rejects False.
@@ -53,6 +58,9 @@ class Endpoint:
 
 @dataclass(frozen=True, slots=True)
 class EndpointSlice:
+    """An EndpointSlice as the rules read it: its Service, address type, whether the controller
+    manages it, and its endpoints."""
+
     namespace: str
     name: str
     # kubernetes.io/service-name label; None for slices that belong to no Service.
@@ -65,6 +73,9 @@ class EndpointSlice:
 
 @dataclass(frozen=True, slots=True)
 class Service:
+    """A Service as the rules read it: the annotations and spec fields that ask for topology and
+    those that decide which data planes route it."""
+
     namespace: str
     name: str
     # The two annotation values the controller reads; None when the key is absent.

@@ -48,6 +48,9 @@ class ReadyNodes:
 
 
 class Routing(StrEnum):
+    """Where one client's traffic to an entry can go (behaviour §10), from its own node out to the
+    whole cluster, or nowhere."""
+
     SAME_NODE = "same-node"
     SAME_ZONE = "same-zone"
     CLUSTER = "cluster"
@@ -94,6 +97,8 @@ class Cause(StrEnum):
 
 
 class DataPlane(StrEnum):
+    """A data plane whose routing the exporter models, a version apart where its rules differ."""
+
     KUBE_PROXY = "kube-proxy"
     KUBE_PROXY_1_29 = "kube-proxy-1.29"
     # behaviour §12: zone hints without an annotation, never node hints (1.31-1.33).
@@ -110,6 +115,8 @@ class DataPlane(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ZoneRouting:
+    """One zone's routing under a data plane, with the cause of it."""
+
     routing: Routing
     cause: Cause
     # The endpoint the cause is about (an unhinted one), when the cause names one.

@@ -36,6 +36,8 @@ _Contribution = TypeVar("_Contribution")
 
 
 class MetricType(StrEnum):
+    """A metric family's Prometheus type."""
+
     GAUGE = "gauge"
     COUNTER = "counter"
     HISTOGRAM = "histogram"
@@ -179,6 +181,9 @@ class PerScrape:
 
 @dataclass(frozen=True, slots=True)
 class Family:
+    """One metric family defined once: name, type, help, labels and where its samples come from;
+    the renderer, the docs and the allow list all read it."""
+
     name: str
     type: MetricType
     scope: Scope

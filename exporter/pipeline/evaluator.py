@@ -55,6 +55,9 @@ def _frozen(mapping: Mapping[_K, _V]) -> Mapping[_K, _V]:
 
 
 class Evaluator:
+    """Turns the store's changes into the next ClusterResult, re-judging only the Services a
+    change touched, and keeps what spans steps (flips, events, the change log)."""
+
     def __init__(
         self,
         store: ClusterStore,

@@ -31,6 +31,9 @@ logger = structlog.get_logger("exporter.pipeline.transitions")
 
 @dataclass(frozen=True, slots=True)
 class Aspect:
+    """One thing about a verdict whose changes are logged (its state, reason, routing): how to
+    read it and why it changed."""
+
     name: str
     event: str  # the log line's event text
     value: Callable[[EntryVerdict], str]

@@ -60,6 +60,8 @@ SHARD_FROM_POD_NAME = re.compile(r"-(\d+)$")
 
 @dataclass(frozen=True, slots=True)
 class ServeOptions:
+    """Everything `serve` was asked for on its command line, resolved to values."""
+
     listen_address: str = ":9808"
     snapshot: str | None = None
     max_input_bytes: int = DEFAULT_MAX_INPUT_BYTES

@@ -102,6 +102,8 @@ class _NodeStatus(msgspec.Struct, gc=False):
 
 
 class RawNode(msgspec.Struct, gc=False):
+    """The fields of a Node the decoder keeps from the API's JSON, bounded."""
+
     KIND: ClassVar[str] = "Node"
     metadata: _Meta
     status: _NodeStatus | None = None
@@ -116,6 +118,8 @@ class _ServiceSpec(msgspec.Struct, gc=False):
 
 
 class RawService(msgspec.Struct, gc=False):
+    """The fields of a Service the decoder keeps from the API's JSON, bounded."""
+
     KIND: ClassVar[str] = "Service"
     metadata: _Meta
     spec: _ServiceSpec
@@ -147,6 +151,8 @@ class _Endpoint(msgspec.Struct, gc=False):
 
 
 class RawEndpointSlice(msgspec.Struct, gc=False):
+    """The fields of an EndpointSlice the decoder keeps from the API's JSON, bounded."""
+
     KIND: ClassVar[str] = "EndpointSlice"
     metadata: _Meta
     addressType: Name  # noqa: N815
@@ -170,6 +176,8 @@ class _InvolvedObject(msgspec.Struct, gc=False):
 
 
 class RawEvent(msgspec.Struct, gc=False):
+    """The fields of a core/v1 Event the decoder keeps from the API's JSON, bounded."""
+
     KIND: ClassVar[str] = "Event"
     metadata: _EventObjectMeta
     involvedObject: _InvolvedObject  # noqa: N815
@@ -185,6 +193,8 @@ class RawEvent(msgspec.Struct, gc=False):
 
 
 class ListMeta(msgspec.Struct, gc=False):
+    """A LIST response's metadata: its resourceVersion and continue token."""
+
     resourceVersion: Name = ""  # noqa: N815
     # Continue tokens are opaque and longer than names; bounded all the same.
     continue_: _Text | None = msgspec.field(default=None, name="continue")
@@ -222,6 +232,8 @@ class ObjectMeta(msgspec.Struct, gc=False):
 
 
 class Status(msgspec.Struct, gc=False):
+    """A metav1.Status, as an API error body or a watch ERROR event carries it."""
+
     code: _Int32 = 0
     reason: Name = ""
     message: _Text = ""

@@ -37,6 +37,9 @@ class _Pending:
 
 
 class ClusterStore:
+    """The exporter's copy of the watched objects, written by the sources, remembering which
+    Services each write touched until the evaluator takes the changes."""
+
     def __init__(self, *, accepts_service: Callable[[str, str], bool] | None = None) -> None:
         # Services (and their slices and events) outside the namespaces or the shard this
         # exporter covers are never stored: cheaper than filtering at every scrape.
