@@ -41,7 +41,7 @@ from exporter.state.store import ClusterStore  # noqa: E402
 
 
 @dataclass(frozen=True, slots=True)
-class Figure:
+class RenderTiming:
     """One render measured over the runs: its name and the CPU seconds of each run."""
 
     name: str
@@ -114,7 +114,7 @@ def _cpu_changes(cluster: Cluster) -> Iterator[None]:
             yield None
 
 
-def measure(cluster: Cluster, runs: int = 3) -> list[Figure]:
+def measure(cluster: Cluster, runs: int = 3) -> list[RenderTiming]:
     """The render figures, each over `runs` runs, with generate_latest as the reference."""
     evaluator = cluster.evaluator
     registry = CollectorRegistry(auto_describe=False)
@@ -168,16 +168,16 @@ def measure(cluster: Cluster, runs: int = 3) -> list[Figure]:
         f" {len(gzip.compress(joined, 1)) / 1e6:.2f} MB"
     )
     return [
-        Figure("generate_latest (reference)", reference),
-        Figure("first render (uncached)", tuple(first)),
-        Figure("unchanged render", tuple(unchanged)),
-        Figure("render after a one-Service change", tuple(one_service)),
-        Figure("render after a node is added or removed", tuple(node_change)),
-        Figure("render after a CPU-share node change", tuple(cpu_change)),
-        Figure("first gzip (after a text render)", tuple(first_gzip)),
-        Figure("unchanged gzip", unchanged_gzip),
-        Figure("gzip after a one-Service change", tuple(one_service_gzip)),
-        Figure("gzip.compress of the whole body (reference)", single_gzip),
+        RenderTiming("generate_latest (reference)", reference),
+        RenderTiming("first render (uncached)", tuple(first)),
+        RenderTiming("unchanged render", tuple(unchanged)),
+        RenderTiming("render after a one-Service change", tuple(one_service)),
+        RenderTiming("render after a node is added or removed", tuple(node_change)),
+        RenderTiming("render after a CPU-share node change", tuple(cpu_change)),
+        RenderTiming("first gzip (after a text render)", tuple(first_gzip)),
+        RenderTiming("unchanged gzip", unchanged_gzip),
+        RenderTiming("gzip after a one-Service change", tuple(one_service_gzip)),
+        RenderTiming("gzip.compress of the whole body (reference)", single_gzip),
     ]
 
 

@@ -224,7 +224,7 @@ class HintSets:
     first_zone_unhinted: Endpoint | None
     every_node_hinted: bool
     # `cluster` and why, when some endpoint lacks a zone hint; None when all have one.
-    zone_hint_problem: ZoneRouting | None
+    zone_hint_fallback: ZoneRouting | None
 
     @classmethod
     def of(cls, endpoints: Sequence[Endpoint]) -> HintSets:
@@ -257,9 +257,9 @@ class HintSets:
         every_node_hinted: bool,
     ) -> HintSets:
         """From the figures `of` computes, gathered by a caller's own pass."""
-        problem = None
+        fallback = None
         if first_zone_unhinted is not None:
-            problem = (
+            fallback = (
                 ZoneRouting(Routing.CLUSTER, Cause.UNHINTED_ENDPOINT, first_zone_unhinted)
                 if zones
                 else ZoneRouting(Routing.CLUSTER, Cause.NO_HINTS)
@@ -271,7 +271,7 @@ class HintSets:
             nodes=frozenset(nodes) if nodes else NO_NAMES,
             first_zone_unhinted=first_zone_unhinted,
             every_node_hinted=every_node_hinted,
-            zone_hint_problem=problem,
+            zone_hint_fallback=fallback,
         )
 
 
