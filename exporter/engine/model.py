@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+from exporter.vocabulary import ServiceKey
+
 ZONE_LABEL = "topology.kubernetes.io/zone"
 CONTROL_PLANE_LABELS = (
     "node-role.kubernetes.io/control-plane",
@@ -90,7 +92,7 @@ class Service:
     istio_traffic_distribution: str | None = None
 
     @property
-    def key(self) -> tuple[str, str]:
+    def key(self) -> ServiceKey:
         return (self.namespace, self.name)
 
     @property
