@@ -53,7 +53,7 @@ class RenderTiming:
 
 
 @dataclass
-class Cluster:
+class MeasuredExporter:
     """The in-process exporter render.py measures: store, evaluator, and the objects it changes."""
 
     store: ClusterStore
@@ -62,7 +62,7 @@ class Cluster:
     nodes: list[Node]
 
 
-def build(size: ClusterSize) -> Cluster:
+def build(size: ClusterSize) -> MeasuredExporter:
     """The synthetic cluster, loaded into a store and evaluated once."""
     document = {"apiVersion": "v1", "kind": "List", "items": list(cluster_objects(size))}
     snapshot = parse_snapshot("bench", orjson.dumps(document))
@@ -70,7 +70,7 @@ def build(size: ClusterSize) -> Cluster:
     snapshot.write_to(store)
     evaluator = Evaluator(store, clock=time.time)
     evaluator.step()
-    return Cluster(store, evaluator, list(snapshot.endpoint_slices), list(snapshot.nodes))
+    return MeasuredExporter(store, evaluator, list(snapshot.endpoint_slices), list(snapshot.nodes))
 
 
 def _timed(action: Callable[[], object]) -> float:
@@ -79,7 +79,7 @@ def _timed(action: Callable[[], object]) -> float:
     return time.process_time() - started
 
 
-def _one_service_changes(cluster: Cluster) -> Iterator[None]:
+def _one_service_changes(cluster: MeasuredExporter) -> Iterator[None]:
     """Each step drops one endpoint of the next sizeable slice (a real re-evaluation)."""
     candidates = [s for s in cluster.slices if len(s.endpoints) > 3]
     for slice_ in candidates:
@@ -88,7 +88,7 @@ def _one_service_changes(cluster: Cluster) -> Iterator[None]:
         yield None
 
 
-def _node_changes(cluster: Cluster) -> Iterator[None]:
+def _node_changes(cluster: MeasuredExporter) -> Iterator[None]:
     """Each step adds a Ready node to the first zone, then removes it: the Ready node set
     changes (and CPU shares with it), so every Service is evaluated again."""
     template = cluster.nodes[0]
@@ -102,7 +102,7 @@ def _node_changes(cluster: Cluster) -> Iterator[None]:
         yield None
 
 
-def _cpu_changes(cluster: Cluster) -> Iterator[None]:
+def _cpu_changes(cluster: MeasuredExporter) -> Iterator[None]:
     """Each step moves CPU shares only: one node's allocatable CPU up, then back (the
     Ready node set stays the same)."""
     node = cluster.nodes[0]
@@ -114,7 +114,7 @@ def _cpu_changes(cluster: Cluster) -> Iterator[None]:
             yield None
 
 
-def measure(cluster: Cluster, runs: int = 3) -> list[RenderTiming]:
+def measure(cluster: MeasuredExporter, runs: int = 3) -> list[RenderTiming]:
     """The render figures, each over `runs` runs, with generate_latest as the reference."""
     evaluator = cluster.evaluator
     registry = CollectorRegistry(auto_describe=False)
