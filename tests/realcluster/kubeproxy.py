@@ -47,10 +47,12 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
 import yaml
+from kubernetes.client.exceptions import ApiException
 
 from exporter.engine.clientsets import Given
 from exporter.engine.context import node_context
@@ -295,14 +297,25 @@ def routing_counts(
 # --- the processes ------------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def _exists_already() -> Iterator[None]:
+    """A create answered 409 Conflict is no error here; any other answer is."""
+    try:
+        yield
+    except ApiException as error:
+        if error.status != HTTPStatus.CONFLICT:
+            raise
+
+
 def proxy_identity(cluster: RealCluster, folder: Path) -> Path:
     """kube-proxy's ServiceAccount, bound to system:node-proxier as kubeadm binds it, and a
     kubeconfig with a TokenRequest token for it."""
-    with contextlib.suppress(Exception):  # already there from an earlier use of the plane
+    # Either may be there already, from an earlier use of the session's control plane.
+    with _exists_already():
         cluster.core.create_namespaced_service_account(
             PROXY_NAMESPACE, {"metadata": {"name": PROXY_ACCOUNT}}
         )
-    with contextlib.suppress(Exception):
+    with _exists_already():
         cluster.rbac.create_cluster_role_binding(
             {
                 "metadata": {"name": "suite:node-proxier"},
