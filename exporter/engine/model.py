@@ -90,6 +90,8 @@ class Service:
     cluster_ip: str | None
     # The networking.istio.io/traffic-distribution annotation; None when absent.
     istio_traffic_distribution: str | None = None
+    # spec.selector is set (and not empty): the EndpointSlice controller makes its slices.
+    selects: bool = True
 
     @property
     def key(self) -> ServiceKey:
@@ -99,3 +101,9 @@ class Service:
     def proxied(self) -> bool:
         """kube-proxy programs neither headless nor ExternalName Services."""
         return self.type != "ExternalName" and self.cluster_ip != "None"
+
+    @property
+    def controller_synced(self) -> bool:
+        """The EndpointSlice controller syncs it: it has a selector and is not ExternalName
+        (syncService returns early otherwise; its slices, if any, are made out of band)."""
+        return self.type != "ExternalName" and self.selects

@@ -112,6 +112,8 @@ class _ServiceSpec(msgspec.Struct, gc=False):
     clusterIP: Name | None = None  # noqa: N815
     trafficDistribution: Name | None = None  # noqa: N815
     internalTrafficPolicy: Name | None = None  # noqa: N815
+    # Only whether it selects anything is kept; its size is bounded by the object's.
+    selector: dict[str, str] | None = None
 
 
 class RawService(msgspec.Struct, gc=False):
@@ -417,6 +419,8 @@ def service_from_raw(raw: RawService) -> Service:
         type=raw.spec.type,
         cluster_ip=raw.spec.clusterIP,
         istio_traffic_distribution=annotations.get(ISTIO_TRAFFIC_DISTRIBUTION_ANNOTATION),
+        # The API server stores an empty selector as none (protobuf drops empty maps).
+        selects=bool(raw.spec.selector),
     )
 
 
