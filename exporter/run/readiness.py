@@ -9,7 +9,9 @@ _HTTP_STATUS = re.compile(r"\bHTTP (\d{3})\b")
 _GROUPS = {"endpointslices": "discovery.k8s.io"}
 
 
-def describe_problem(resource: str, problem: str, down_since: dict[str, float], now: float) -> str:
+def describe_watch_failure(
+    resource: str, problem: str, down_since: dict[str, float], now: float
+) -> str:
     """One line for people about a resource the exporter cannot read.
 
     `problem` is the informer's own text (a library's exception string with hosts in it):

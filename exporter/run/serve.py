@@ -41,7 +41,7 @@ from exporter.metrics.families import SAME_ON_EVERY_SHARD
 from exporter.metrics.instruments import RESOURCES, ExporterMetrics, StatusCollector
 from exporter.pipeline.evaluator import Evaluator
 from exporter.run.profile import ProfileReader, flags_profile
-from exporter.run.readiness import ago, describe_problem
+from exporter.run.readiness import ago, describe_watch_failure
 from exporter.runtime import release_free_memory
 from exporter.sources.cluster import ENDPOINT_SLICES, EVENTS, NODES, SERVICES, sinks
 from exporter.sources.dataplanes import FLAG, detect_dataplanes
@@ -61,6 +61,8 @@ SHARD_FROM_POD_NAME = re.compile(r"-(\d+)$")
 
 @dataclass(frozen=True, slots=True)
 class ServeOptions:
+    """Everything `serve` was asked for on its command line, resolved to values."""
+
     listen_address: str = ":9808"
     snapshot: str | None = None
     max_input_bytes: int = DEFAULT_MAX_INPUT_BYTES
@@ -283,7 +285,7 @@ class Exporter:
         """
         now = time.time()
         troubled = [
-            describe_problem(informer.spec.resource, informer.problem, self._down_since, now)
+            describe_watch_failure(informer.spec.resource, informer.problem, self._down_since, now)
             for informer in self.informers
             if informer.problem is not None
         ]
@@ -318,7 +320,7 @@ class Exporter:
             synced = informer.synced.is_set()
             if informer.problem is not None:
                 # The same words as /readyz: never the library's text, hosts or URLs.
-                words = describe_problem(
+                words = describe_watch_failure(
                     informer.spec.resource, informer.problem, self._down_since, time.time()
                 ).removeprefix(f"- {informer.spec.resource}: ")
                 tone = "warn" if synced else "bad"

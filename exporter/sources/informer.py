@@ -79,6 +79,8 @@ logger = structlog.get_logger("exporter.informer")
 
 
 class Transport(Protocol):
+    """How an informer reaches the API server: one GET, answered with a streaming response."""
+
     def get(
         self, path: str, query: list[tuple[str, str]], timeouts: Timeouts
     ) -> urllib3.BaseHTTPResponse: ...
@@ -93,6 +95,8 @@ class Sink(Protocol[_Slim]):
 
 
 class InformerMetrics(Protocol):
+    """What an informer reports about its watch: up or down, restarts, events, invalid objects."""
+
     def watch_up(self, resource: Resource, *, up: bool) -> None: ...
     def watch_restart(self, resource: Resource, cause: RestartCause) -> None: ...
     def watch_event(self, resource: Resource, event_type: EventTypeLabel) -> None: ...
@@ -100,6 +104,9 @@ class InformerMetrics(Protocol):
 
 
 class Informer(Generic[_Raw, _Slim]):
+    """Keeps one resource in the store in step with the API server: lists, then watches from the
+    list's version, and lists again when the watch cannot resume."""
+
     def __init__(
         self,
         spec: ResourceSpec[_Raw, _Slim],

@@ -18,7 +18,8 @@ WATCH_SILENCE_SECONDS = 150.0
 
 @dataclass(frozen=True, slots=True)
 class InformerSettings:
-    """How one informer lists, watches and waits (the defaults are the live exporter's)."""
+    """How an informer lists and watches: page size, watch timeouts, cache and streaming-list
+    use, backoffs, stall bounds (the defaults are the live exporter's)."""
 
     page_size: int = 500  # consistent LISTs only: the watch cache ignores limit
     # The shortest timeoutSeconds asked of a watch; each draws one in [this, twice this),
