@@ -130,8 +130,7 @@ class Informer(Generic[_Raw, _Slim]):
         self._event_decoder = JsonDecoder(WatchEvent)
         self._rng = random.Random()  # noqa: S311 - jitter, not cryptography
         self._streaming = self._settings.streaming_list
-        # LISTs (or streaming lists) answered 410 Gone in a row, and the status the API
-        # server refused the streaming list with (it is then listed instead).
+        # Lists answered 410 Gone in a row; the status a streaming list was refused with.
         self._expired_lists = 0
         self._refused: int | None = None
         self._relist_backoff = Backoff(
@@ -400,11 +399,10 @@ class Informer(Generic[_Raw, _Slim]):
         with self._request(query, timeouts) as response:
             self._last_line = time.monotonic()
             if resource_version is not None and self._quiet_works() and not self._failed_resumes:
-                # A server that sends no bookmarks (no watch cache) is silent while nothing
-                # changes: the watch it accepted is all there is to tell it works (waiting
-                # for an event kept watch_up 0 after every resume in a quiet cluster). Not
-                # after it answered this resourceVersion with an error: that watch is
-                # known to work once it has stayed open (`_quiet_works`).
+                # A server without bookmarks is silent while nothing changes: the watch it
+                # accepted is all that says it works (waiting for an event kept watch_up 0
+                # in a quiet cluster). After an error for this resourceVersion: once it
+                # has stayed open (`_quiet_works`).
                 self._healthy()
             try:
                 for chunk in response.stream(_READ_CHUNK, decode_content=True):
