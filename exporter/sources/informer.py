@@ -263,21 +263,19 @@ class Informer(Generic[_Raw, _Slim]):
             self._log.info("list expired, listing again", attempts=attempts, error=str(error))
             return
         what = "the streaming list" if self._streaming else "LIST"
-        refused = (
-            f" (the streaming list was refused with HTTP {self._refused})"
-            if self._refused is not None and not self._streaming
-            else ""
-        )
-        previous = self.problem or ""
-        self._report(
-            f"list expired: {what} answered 410 Gone {attempts} times{refused}",
-            "expired",
-            error,
-            restart=False,
-            log=not previous.startswith("list expired:"),
-        )
+        if self._refused is not None and not self._streaming:
+            what += f" (the streaming list was refused with HTTP {self._refused})"
+        problem = f"list expired: {what} answered 410 Gone {attempts} times"
+        first = not (self.problem or "").startswith("list expired:")
+        self._report(problem, "expired", error, restart=False, log=first)
 
     def _stalled(self, stall: WatchStalledError) -> None:
+        held = self._initial
+        if held is not None and held.end is not None and not stall.partial:
+            # Silent since an end bookmark that came before any object: nothing follows, the
+            # resource is empty (a server without periodic bookmarks says so no other way).
+            self._resource_version = held.end
+            self._lists.settle()
         if not (stall.partial or self._bookmarks_seen):
             # A server that sends no bookmarks (watch cache disabled) is silent whenever
             # nothing changes: reopen the watch from where it was, as after its timeout.

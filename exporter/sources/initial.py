@@ -11,8 +11,10 @@ An end bookmark that comes before any object is not the end: kube-apiserver send
 objects first, and a server (or proxy) that sends the bookmark first and the objects after
 it, at older resourceVersions, would otherwise be taken for an empty cluster (0 Nodes:
 every Service refused). Such a list ends at the first line past its bookmark: a later
-bookmark, or an object newer than it. The cost is a genuinely empty resource (no Events of
-interest) taken as empty at the next bookmark, about a minute later on kube-apiserver.
+bookmark, or an object newer than it, or at its end bookmark once the watch has been silent
+for the silence bound (a server that sends no periodic bookmark). The cost is a genuinely
+empty resource (no Events of interest) taken as empty at the next bookmark, about a minute
+later on kube-apiserver.
 """
 
 from __future__ import annotations
@@ -114,6 +116,11 @@ class StreamingLists(Generic[_Slim]):
 
     def abandon(self) -> None:
         self.current = None
+
+    def settle(self) -> None:
+        """A list waiting past a premature end bookmark ends at it (silence followed it)."""
+        if self.current is not None and self.current.end is not None:
+            self._finish(self.current.end)
 
     def follow(self, event_type: str, resource_version: str, *, end: bool) -> None:
         """One line; `end`: the bookmark annotated k8s.io/initial-events-end."""

@@ -214,3 +214,20 @@ def test_a_streaming_list_s_end_bookmark_does_not_make_a_quiet_watch_a_stalled_o
         result = eventually(exporter, lambda r: restarts(r, "services", "closed") >= 2)
         assert restarts(result, "services", "stalled") == 0
         assert result.value("topology_hints_watch_up", resource="services") == 1
+
+
+def test_an_empty_streaming_list_ends_without_periodic_bookmarks(
+    kube_api: FakeKubeAPI, start_exporter: StartExporter
+) -> None:
+    """No Event, and no bookmark after the end bookmark: the Events list is complete once the
+    watch has been silent for the bound (it waits for a line past its end bookmark)."""
+    kube_api.load(web_cluster())
+    kube_api.bookmark_interval = 3600
+    settings = dataclasses.replace(STREAMING, watch_silence_seconds=1.0)
+    with start_exporter(informer=settings) as exporter:
+        informer = _informer(exporter, "events")
+        wait_until(informer.synced.is_set, timeout=15)
+        assert informer.problem is None
+        # Resumed from the end bookmark, not listed again.
+        wait_until(lambda: sum(1 for r in kube_api.requests if r.resource == "events") >= 2)
+        assert sum(1 for r in kube_api.requests if r.resource == "events" and r.streaming_list) == 1
