@@ -263,9 +263,9 @@ class Informer(Generic[_Raw, _Slim]):
             self._log.info("list expired, listing again", attempts=attempts, error=str(error))
             return
         what = "the streaming list" if self._streaming else "LIST"
-        if self._refused is not None and not self._streaming:
-            what += f" (the streaming list was refused with HTTP {self._refused})"
         problem = f"list expired: {what} answered 410 Gone {attempts} times"
+        if self._refused is not None and not self._streaming:
+            problem += f" (the streaming list was refused with HTTP {self._refused})"
         first = not (self.problem or "").startswith("list expired:")
         self._report(problem, "expired", error, restart=False, log=first)
 

@@ -132,12 +132,13 @@ class StreamingLists(Generic[_Slim]):
             # The list waited past a bookmark that came before its objects: it ends here,
             # as of this bookmark (everything up to it has been sent), or as of its end
             # bookmark when an object newer than that comes.
-            self._log.warning(
-                "the streaming list's end bookmark came before its objects; "
-                "the objects after it were taken as part of the list",
-                end_resource_version=initial.end,
-                objects=len(initial.objects),
-            )
+            if initial.objects:  # else an empty list: it ends here, and nothing is wrong
+                self._log.warning(
+                    "the streaming list's end bookmark came before its objects; "
+                    "the objects after it were taken as part of the list",
+                    end_resource_version=initial.end,
+                    objects=len(initial.objects),
+                )
             self._finish(resource_version if bookmark else initial.end or "")
         elif end:
             self._end_bookmark(initial, resource_version)
