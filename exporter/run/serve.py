@@ -55,7 +55,8 @@ from exporter.web.render import WatchHealth
 
 logger = structlog.get_logger("exporter")
 
-SHARD_FROM_POD_NAME = re.compile(r"-(\d+)$")
+# ASCII digits: \d would read "exporter-\u0661" as ordinal 1.
+SHARD_FROM_POD_NAME = re.compile(r"-([0-9]{1,9})$")
 
 
 @dataclass(frozen=True, slots=True)
