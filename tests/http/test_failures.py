@@ -184,3 +184,14 @@ def test_a_response_h11_would_refuse_midway_is_a_500_before_anything_is_sent(
     assert _head(received)[0] == 500
     assert len(_error_lines(logs)) == 1
     assert _head(_request(exporter.server.port, b"GET", b"*/*"))[0] == 200
+
+
+def test_head_with_a_name_filter_gets_the_headers_of_get(exporter: Exporter) -> None:
+    """prometheus_client's app answers HEAD 405: the filtered path asks it for GET."""
+    path = b"/metrics?name[]=topology_hints_service_info"
+    get = _request(exporter.server.port, b"GET", b"*/*", path)
+    head = _request(exporter.server.port, b"HEAD", b"*/*", path)
+    (get_status, get_headers), (status, headers) = _head(get), _head(head)
+    get_headers.pop("date"), headers.pop("date")
+    assert (status, headers) == (get_status, get_headers) == (200, get_headers)
+    assert head.endswith(b"\r\n\r\n")
