@@ -21,7 +21,8 @@ This module is that loop: listening, accepting and evicting connections, and eac
 connection's exchange of requests and responses. Its parts live beside it: reading a
 request (`request`), the response and its batches (`response`), the WSGI environ and app
 call (`wsgi`), slots and their queue (`slots`), authentication (`auth`), routes and probes
-(`routes`), the limits (`limits`); TLS and basic-auth settings come from `webconfig`.
+(`routes`), the limits (`limits`), the one log line of a failed request (`failure`); TLS
+and basic-auth settings come from `webconfig`.
 """
 
 from __future__ import annotations
