@@ -47,7 +47,7 @@ class Counting(Collector):
 
 
 @dataclass
-class Served:
+class MetricsUnderTest:
     endpoint: MetricsEndpoint
     reference: object
     hints: Counting
@@ -57,7 +57,7 @@ class Served:
 
 
 @pytest.fixture
-def served() -> Served:
+def metrics() -> MetricsUnderTest:
     snapshot = load_snapshot(str(EXAMPLES_DIR / "demo-cluster.json"))
     store = ClusterStore()
     store.replace_nodes(snapshot.nodes)
@@ -79,7 +79,7 @@ def served() -> Served:
     renderer = ExpositionRenderer(lambda: evaluator.state, ready=lambda: ready[0])
     escaped = EscapedRenderer(hints, lambda: evaluator.state, ready=lambda: ready[0])
     endpoint = MetricsEndpoint(renderer, own, full, escaped)
-    return Served(endpoint, make_wsgi_app(full), hints, evaluator, store, ready)
+    return MetricsUnderTest(endpoint, make_wsgi_app(full), hints, evaluator, store, ready)
 
 
 def _get(
@@ -105,36 +105,36 @@ def _get(
 @pytest.mark.parametrize("accept", [DOTS_TEXT, VALUES_OPENMETRICS])
 @pytest.mark.parametrize("encoding", [None, "gzip"])
 def test_scrapes_of_one_state_render_the_hint_families_once(
-    served: Served, accept: str, encoding: str | None
+    metrics: MetricsUnderTest, accept: str, encoding: str | None
 ) -> None:
     """Five scrapes, one render; each body is prometheus_client's, byte for byte."""
-    _, expected_headers, expected = _get(served.reference, accept)
-    served.hints.collected = 0
+    _, expected_headers, expected = _get(metrics.reference, accept)
+    metrics.hints.collected = 0
     for _ in range(5):
-        status, headers, body = _get(served.endpoint, accept, encoding)
+        status, headers, body = _get(metrics.endpoint, accept, encoding)
         assert (status, headers["Content-Type"], body) == (
             "200 OK",
             expected_headers["Content-Type"],
             expected,
         )
-    assert served.hints.collected == 1
+    assert metrics.hints.collected == 1
     assert int(headers["Content-Length"]) > 0
 
 
-def test_a_new_state_a_new_format_or_readiness_renders_again(served: Served) -> None:
-    """Nothing stale is served: a new published state, another escaping, or the exporter
+def test_a_new_state_a_new_format_or_readiness_renders_again(metrics: MetricsUnderTest) -> None:
+    """Nothing stale is metrics: a new published state, another escaping, or the exporter
     going unready (the hint families are withheld) each render afresh."""
-    _get(served.endpoint, DOTS_TEXT)
-    served.hints.collected = 0
-    served.store.replace_services([])
-    served.evaluator.step()
-    status, _, body = _get(served.endpoint, DOTS_TEXT)
-    assert body == _get(served.reference, DOTS_TEXT)[2]
-    assert served.hints.collected == 2  # ours, then the reference's
-    _get(served.endpoint, VALUES_OPENMETRICS)
-    assert served.hints.collected == 3
-    served.ready[0] = False
-    _, _, unready = _get(served.endpoint, VALUES_OPENMETRICS)
+    _get(metrics.endpoint, DOTS_TEXT)
+    metrics.hints.collected = 0
+    metrics.store.replace_services([])
+    metrics.evaluator.step()
+    status, _, body = _get(metrics.endpoint, DOTS_TEXT)
+    assert body == _get(metrics.reference, DOTS_TEXT)[2]
+    assert metrics.hints.collected == 2  # ours, then the reference's
+    _get(metrics.endpoint, VALUES_OPENMETRICS)
+    assert metrics.hints.collected == 3
+    metrics.ready[0] = False
+    _, _, unready = _get(metrics.endpoint, VALUES_OPENMETRICS)
     assert b"topology__hints__service" not in unready.replace(b"U__", b"")
-    assert unready == _get(served.reference, VALUES_OPENMETRICS)[2]
+    assert unready == _get(metrics.reference, VALUES_OPENMETRICS)[2]
     assert status == "200 OK"
