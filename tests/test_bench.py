@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bench.ksm import built_binary
 from tests.conftest import PROJECT_ROOT
 
@@ -111,3 +113,17 @@ def test_report_of_a_missing_file_is_one_line(tmp_path: Path) -> None:
     assert completed.returncode == 2
     assert completed.stderr.count("\n") == 1, completed.stderr
     assert "none.json" in completed.stderr
+
+
+@pytest.mark.server
+def test_escaping_benchmark_prints_every_kind() -> None:
+    """`bench/escaping.py` serves a tiny generated cluster and measures each kind of scrape."""
+    completed = subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / "bench" / "escaping.py"), "--nodes", "3",
+         "--services", "5", "--endpoints", "15", "--requests", "1"],
+        capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    for kind in ("default (cached)", "text escaping=dots", "openmetrics escaping=dots"):
+        assert kind in completed.stdout
+    assert "hwm" in completed.stdout
