@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
 
-from exporter.engine.dataplanes import DATA_PLANES, local_nodes, route
+from exporter.engine.dataplanes import DATA_PLANES, falls_back, local_nodes, route
 from exporter.engine.model import EndpointSlice, Service
 from exporter.engine.profile import NEWEST_KUBE_PROXY, KubeProxyBehaviour
 from exporter.engine.routing import (
@@ -172,11 +172,11 @@ class KubeProxyRoutes:
             # kube-proxy reads no slice and no not-ready endpoint: the ready ones suffice
             # (what-if's converged state has no terminating endpoint to fall back to).
             endpoints = ServiceEndpoints(service, address_type, (), ready.endpoints, ready)
-        if not ready.endpoints:
+        if local_policy and (ready.endpoints or falls_back(_KUBE_PROXY, endpoints)):
+            key = ("internal-traffic-policy-local", local_nodes(_KUBE_PROXY, endpoints))
+        elif not ready.endpoints:
             # The mode names the policy even then (section 5), so it is part of the key.
             key = ("no-ready-endpoints", local_policy)
-        elif local_policy:
-            key = ("internal-traffic-policy-local", local_nodes(_KUBE_PROXY, endpoints))
         else:
             behaviour = self._behaviour
             key = (

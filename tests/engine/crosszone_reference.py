@@ -35,6 +35,9 @@ _LOCAL_FALLBACK = {
     DataPlane.CILIUM_NO_TOPOLOGY,
     DataPlane.CALICO_EBPF,
 }
+# With no ready endpoint at all, kube-proxy sends cluster traffic to the serving terminating
+# ones (its CategorizeEndpoints; the real kube-proxy's rules, tests/realcluster).
+_NO_READY_FALLBACK = {DataPlane.KUBE_PROXY, DataPlane.KUBE_PROXY_1_29, DataPlane.KUBE_PROXY_1_33}
 
 
 # -- the reference -------------------------------------------------------------------------
@@ -103,6 +106,9 @@ def _given(  # noqa: PLR0911 - the section's list, one return per routing
     r = _usable(dataplane, slices)
     zone, name = client.zone, client.name
     if routing is Routing.CLUSTER:
+        if not r and dataplane in _NO_READY_FALLBACK:
+            every = _unique([e for s in slices for e in s.endpoints])
+            return [e for e in every if e.terminating is True and e.serving is not False]
         return _cluster(dataplane, svc, r, zone)
     if routing is Routing.SAME_ZONE:
         if dataplane in _LOCATED_ZONE:

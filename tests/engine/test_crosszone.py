@@ -225,13 +225,21 @@ def test_ingress_nginx_mixed_is_the_union_of_the_slices() -> None:
     assert figures["zones"]["c"]["effective"] == 0.0
 
 
-def test_calico_cluster_without_ready_endpoints_uses_terminating_ones() -> None:
+def test_cluster_without_ready_endpoints_uses_terminating_ones() -> None:
+    """Calico counts terminating endpoints in R; kube-proxy, finding no ready one anywhere,
+    sends cluster traffic to the serving terminating ones (what its rules DNAT to); Linkerd
+    to none."""
     terminating = Endpoint("10.9.0.1", ready=False, zone="a", node_name="a-1", terminating=True)
     slices = [endpoint_slice(terminating)]
-    assert _figures(service(), slices, DataPlane.KUBE_PROXY) is None
-    figures = _figures(service(), slices, DataPlane.CALICO_EBPF)
-    assert figures is not None
-    assert figures["zones"]["b"] == {"effective": 1.0, "floor": 1.0}
+    for dataplane in (DataPlane.CALICO_EBPF, DataPlane.KUBE_PROXY):
+        figures = _figures(service(), slices, dataplane)
+        assert figures is not None, dataplane
+        assert figures["zones"]["a"] == {"effective": 0.0, "floor": 0.0}
+        assert figures["zones"]["b"] == {"effective": 1.0, "floor": 1.0}
+    assert _figures(service(), slices, DataPlane.LINKERD) is None
+    # A terminating endpoint that no longer serves is no fallback.
+    gone = [endpoint_slice(replace(terminating, serving=False))]
+    assert _figures(service(), gone, DataPlane.KUBE_PROXY) is None
 
 
 def test_clients_need_a_zone_and_cpu_and_are_weighted_by_cpu() -> None:
