@@ -1,11 +1,14 @@
 """What counts as a problem, defined once: the problem ids, their words, severity and alert.
 
-Every surface reads this table and `problems_of`: the `"problems"` of `explain -o json`,
-`evaluate` and `/api/v1`, `explain --problems`, the summary lines, the exit status a CI gate
-reads (`--fail-on`), the status page's filters, counts and row order, and the alert rules
-(alerts/generate.py takes each alert's precedence from the table's order; a promtool test
+The evaluator step calls `problems_of` once per entry and stores the problems on the result
+(exporter.state.result); every surface reads them there, and this table for their words:
+the `"problems"` of `explain -o json`, `evaluate` and `/api/v1`, `explain --problems`, the
+summary lines, the exit status a CI gate reads (`--fail-on`), the status page's filters,
+counts, row order and partial-hints warnings. The alert rules take each problem alert's
+name, severity, summary and precedence from this table (alerts/problems.py); a promtool test
 checks that the alerts firing on the exporter's own metrics are exactly the ones the table
-predicts). A surface that needs the word for a problem takes `PROBLEMS[id].words`.
+predicts. A surface that needs the word for a problem takes `PROBLEMS[id].words`; none
+judges again (tests/test_problems_judged_once.py).
 
 A problem is a way hints fail, or fail to help, that an alert covers. Per (Service,
 address type) entry the alerts fire in the table's order, one cause one alert: only the
