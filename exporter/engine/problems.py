@@ -70,6 +70,8 @@ class Problem:
     alert: str | None
     # One cause, one alert: an entry fires only the first deferring problem's alert.
     deferring: bool = True
+    # The alert's summary annotation: the line an on-call reads first (alerts/problems.py).
+    summary: str = ""
 
 
 PROBLEMS: Mapping[ProblemId, Problem] = MappingProxyType(
@@ -83,6 +85,10 @@ PROBLEMS: Mapping[ProblemId, Problem] = MappingProxyType(
                 "ones exist: requests from there fail.",
                 Severity.CRITICAL,
                 "TopologyHintsFailClosed",
+                summary=(
+                    "A data plane gives some clients of a Service no endpoint although ready "
+                    "ones exist."
+                ),
             ),
             Problem(
                 ProblemId.LOCAL_POLICY_DROPS,
@@ -91,6 +97,10 @@ PROBLEMS: Mapping[ProblemId, Problem] = MappingProxyType(
                 "endpoint; hints do not apply there.",
                 Severity.WARNING,
                 "TopologyHintsLocalPolicyDropped",
+                summary=(
+                    "internalTrafficPolicy: Local drops a Service's in-cluster traffic on nodes "
+                    "without a local endpoint."
+                ),
             ),
             Problem(
                 ProblemId.HINTS_OFF,
@@ -99,6 +109,7 @@ PROBLEMS: Mapping[ProblemId, Problem] = MappingProxyType(
                 "Service that asks for them.",
                 Severity.WARNING,
                 "TopologyHintsDisabled",
+                summary="Topology-aware hints are disabled for a Service that asks for them.",
             ),
             Problem(
                 ProblemId.PARTIAL_HINTS,
@@ -106,6 +117,10 @@ PROBLEMS: Mapping[ProblemId, Problem] = MappingProxyType(
                 "Some ready endpoints lack hints, so kube-proxy ignores every hint of the Service.",
                 Severity.WARNING,
                 "TopologyHintsIncomplete",
+                summary=(
+                    "Some ready endpoints of a Service lack a zone hint, so kube-proxy "
+                    "ignores all hints."
+                ),
             ),
             Problem(
                 ProblemId.DRIFT,
@@ -113,6 +128,7 @@ PROBLEMS: Mapping[ProblemId, Problem] = MappingProxyType(
                 "The hints in place differ from what the controller should write.",
                 Severity.WARNING,
                 "TopologyHintsDrift",
+                summary="The hints in a Service's EndpointSlices differ from the expected result.",
             ),
             Problem(
                 ProblemId.HINTS_IGNORED,
@@ -121,6 +137,10 @@ PROBLEMS: Mapping[ProblemId, Problem] = MappingProxyType(
                 "client's traffic in its zone or node.",
                 Severity.WARNING,
                 "TopologyHintsIgnored",
+                summary=(
+                    "A data plane ignores a Service's topology hints: its traffic leaves the zone "
+                    "on every node."
+                ),
             ),
             Problem(
                 ProblemId.ZONE_FALLBACK,
@@ -129,6 +149,10 @@ PROBLEMS: Mapping[ProblemId, Problem] = MappingProxyType(
                 "traffic cluster-wide while other zones stay local.",
                 Severity.WARNING,
                 "TopologyHintsZoneFallback",
+                summary=(
+                    "In one zone kube-proxy routes a Service across all zones; other zones "
+                    "stay local."
+                ),
             ),
             Problem(
                 ProblemId.OVERLOADED_ZONE,
@@ -137,6 +161,10 @@ PROBLEMS: Mapping[ProblemId, Problem] = MappingProxyType(
                 f"than {OVERLOAD_LIMIT:g} times their fair share (no overload guard).",
                 Severity.WARNING,
                 "TopologyHintsZoneOverloaded",
+                summary=(
+                    "Endpoints of one zone receive more than their fair share of a "
+                    "Service's traffic."
+                ),
             ),
             Problem(
                 ProblemId.CONFIG_ISSUE,
@@ -146,6 +174,7 @@ PROBLEMS: Mapping[ProblemId, Problem] = MappingProxyType(
                 Severity.INFO,
                 "TopologyHintsConfigIssue",
                 deferring=False,
+                summary="A Service's topology-aware routing settings conflict or are ignored.",
             ),
             Problem(
                 ProblemId.NODES_UNKNOWN,
