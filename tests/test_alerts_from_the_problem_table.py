@@ -43,11 +43,12 @@ def test_every_problem_alert_has_a_for_duration() -> None:
 
 
 def test_no_generator_module_types_a_problem_alert_name() -> None:
-    typed = []
-    for path in sorted((PROJECT_ROOT / "alerts").glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Constant) and node.value in PROBLEM_ALERTS:
-                typed.append(f"{path.name}: {node.value}")
+    typed = [
+        f"{path.name}: {node.value}"
+        for path in sorted((PROJECT_ROOT / "alerts").glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and node.value in PROBLEM_ALERTS
+    ]
     assert typed == []
 
 

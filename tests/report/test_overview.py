@@ -86,7 +86,10 @@ def test_missing_nodes_make_auto_unknown_and_the_input_incomplete() -> None:
     """Without Nodes, auto is 'nodes-unknown' (not 'hints-off'), and the gate exits 2."""
     verdict = verdict_of(AUTO, 8, hinted=False)
     assert problems_of(verdict, nodes_known=False) == (ProblemId.NODES_UNKNOWN,)
-    assert exit_status([problems_of(verdict)], {NODE_KIND: "the snapshot holds no Nodes"}) == EXIT_INCOMPLETE
+    assert (
+        exit_status([problems_of(verdict)], {NODE_KIND: "the snapshot holds no Nodes"})
+        == EXIT_INCOMPLETE
+    )
     assert exit_status([], {NODE_KIND: "the snapshot holds no Nodes"}) == EXIT_INCOMPLETE
 
 
