@@ -13,6 +13,7 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+from exporter.engine.problems import PREDICATES, PROBLEM_ORDER, ProblemId
 from tests.conftest import PROJECT_ROOT
 
 # Every package a surface lives in: the exporter, and the generators of alerts and dashboards.
@@ -116,3 +117,11 @@ def test_the_checks_see_what_they_look_for() -> None:
 def test_the_sources_are_where_the_walk_looks() -> None:
     for package in SOURCES:
         assert Path(PROJECT_ROOT / package / "__init__.py").is_file(), package
+
+
+def test_one_predicate_per_problem_in_the_table_order() -> None:
+    """Each problem of the verdict has its own predicate; nodes-unknown is the input's."""
+    assert tuple(PREDICATES) == tuple(
+        problem for problem in PROBLEM_ORDER if problem is not ProblemId.NODES_UNKNOWN
+    )
+    assert len(set(PREDICATES.values())) == len(PREDICATES)

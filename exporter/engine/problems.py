@@ -222,29 +222,22 @@ def problems_of(verdict: EntryVerdict, *, nodes_known: bool = True) -> tuple[Pro
         # Headless, ExternalName or not an IP address type: no data plane reads its hints, so
         # whether they are written, complete or drifting changes no client's traffic.
         return (ProblemId.CONFIG_ISSUE,) if verdict.config_issues else ()
-    found = (
-        *_no_endpoint_problems(verdict),
-        *(problem for problem, holds in _CHECKS.items() if holds(verdict)),
-    )
+    found = tuple(problem for problem, holds in PREDICATES.items() if holds(verdict))
     if nodes_known or verdict.mechanism is not Mechanism.AUTO:
         return found
     return (*(problem for problem in found if problem not in _NEEDS_NODES), ProblemId.NODES_UNKNOWN)
 
 
 # Each problem's condition, over the fields the alert's metrics are rendered from.
-def _no_endpoint_problems(verdict: EntryVerdict) -> tuple[ProblemId, ...]:
-    """The first two problems of the table, from one count per data plane of the nodes
-    given no endpoint: failed closed (a node internalTrafficPolicy Local does not
-    explain) and dropped by that policy."""
-    failed = dropped = False
-    for view in verdict.routing.values():
-        failed_here, dropped_here = view.no_endpoint_nodes()
-        failed = failed or failed_here > 0
-        dropped = dropped or dropped_here > 0
-    return (
-        *((ProblemId.FAILS_CLOSED,) if failed else ()),
-        *((ProblemId.LOCAL_POLICY_DROPS,) if dropped else ()),
-    )
+def _fails_closed(verdict: EntryVerdict) -> bool:
+    """A data plane gives Ready nodes no endpoint, which internalTrafficPolicy Local does
+    not explain."""
+    return any(view.no_endpoint_nodes()[0] > 0 for view in verdict.routing.values())
+
+
+def _local_policy_drops(verdict: EntryVerdict) -> bool:
+    """internalTrafficPolicy Local gives Ready nodes without a local endpoint none."""
+    return any(view.no_endpoint_nodes()[1] > 0 for view in verdict.routing.values())
 
 
 def _hints_off(verdict: EntryVerdict) -> bool:
@@ -281,9 +274,12 @@ def _config_issue(verdict: EntryVerdict) -> bool:
     return bool(verdict.config_issues)
 
 
-# The rest, in the table's order after those two.
-_CHECKS: Mapping[ProblemId, Callable[[EntryVerdict], bool]] = MappingProxyType(
+# One predicate per problem of the verdict, in the table's order: every problem but
+# nodes-unknown, which is the input's (what it lacks), not the verdict's.
+PREDICATES: Mapping[ProblemId, Callable[[EntryVerdict], bool]] = MappingProxyType(
     {
+        ProblemId.FAILS_CLOSED: _fails_closed,
+        ProblemId.LOCAL_POLICY_DROPS: _local_policy_drops,
         ProblemId.HINTS_OFF: _hints_off,
         ProblemId.PARTIAL_HINTS: _partial_hints,
         ProblemId.DRIFT: _drift,
