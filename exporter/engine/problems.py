@@ -24,7 +24,7 @@ so the table and the alerts cannot disagree without the promtool test failing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
@@ -33,6 +33,7 @@ from exporter.engine.allocation import OVERLOAD_LIMIT
 from exporter.engine.evaluate import EntryVerdict, ExpectedState
 from exporter.engine.kubeproxy import ProxyMode
 from exporter.engine.mechanism import Mechanism
+from exporter.engine.routing import Routing, RoutingView
 
 
 class ProblemId(StrEnum):
@@ -229,15 +230,25 @@ def problems_of(verdict: EntryVerdict, *, nodes_known: bool = True) -> tuple[Pro
 
 
 # Each problem's condition, over the fields the alert's metrics are rendered from.
+def _no_endpoint_views(verdict: EntryVerdict) -> Iterator[RoutingView]:
+    """The data planes' views that may give a Ready node no endpoint: the only ones whose
+    node counts (counted on demand) the next two predicates need."""
+    for view in verdict.routing.values():
+        if any(zone.routing is Routing.NO_ENDPOINTS for zone in view.by_zone.values()) or (
+            Routing.NO_ENDPOINTS in view.by_node.values()
+        ):
+            yield view
+
+
 def _fails_closed(verdict: EntryVerdict) -> bool:
     """A data plane gives Ready nodes no endpoint, which internalTrafficPolicy Local does
     not explain."""
-    return any(view.no_endpoint_nodes()[0] > 0 for view in verdict.routing.values())
+    return any(view.no_endpoint_nodes()[0] > 0 for view in _no_endpoint_views(verdict))
 
 
 def _local_policy_drops(verdict: EntryVerdict) -> bool:
     """internalTrafficPolicy Local gives Ready nodes without a local endpoint none."""
-    return any(view.no_endpoint_nodes()[1] > 0 for view in verdict.routing.values())
+    return any(view.no_endpoint_nodes()[1] > 0 for view in _no_endpoint_views(verdict))
 
 
 def _hints_off(verdict: EntryVerdict) -> bool:
