@@ -72,6 +72,8 @@ MEASURED_CROSS_ZONE = "TopologyHintsMeasuredCrossZone"
 
 @dataclass(frozen=True)
 class Config:
+    """The rules' settings: edit them here, then run `python -m alerts.generate`."""
+
     # The selector, cluster label, runbook URLs and thresholds the dashboards and the mixin
     # share (exporter/metrics/monitoring.py).
     monitoring: MonitoringConfig = field(default_factory=MonitoringConfig)
