@@ -66,9 +66,9 @@ def _same_node_on(node_names: frozenset[str]) -> list[tuple[str, Routing]]:
 
 def zone_hints_followed(hints: HintSets, zone: str) -> ZoneRouting:
     """`same-zone` only if every endpoint has a zone hint and one names the zone."""
-    problem = hints.zone_hint_problem
-    if problem is not None:
-        return problem
+    fallback = hints.zone_hint_fallback
+    if fallback is not None:
+        return fallback
     if zone in hints.zones:
         return SAME_ZONE
     return _no_hint_for(zone)
@@ -103,7 +103,7 @@ def kube_proxy_rule(behaviour: KubeProxyBehaviour) -> Rule:
 
         def zone_rule(zone: str) -> ZoneRouting:
             if zone == "":
-                return ready.zone_hint_problem or NO_ZONE_LABEL
+                return ready.zone_hint_fallback or NO_ZONE_LABEL
             return zone_hints_followed(ready, zone)
 
         return routing_view(nodes, zone_rule, same_node)
@@ -374,6 +374,9 @@ class NodeSet(Enum):
 
 @dataclass(frozen=True, slots=True)
 class DataPlaneRule:
+    """How one data plane picks endpoints (behaviour §10 and §13): its rule, what a Service needs
+    for it to look at topology, and which endpoints it counts."""
+
     rule: Rule
     # What it is, in a few words (explain, docs).
     title: str

@@ -42,6 +42,8 @@ __all__ = [
 
 
 class ProxyMode(StrEnum):
+    """kube-proxy's routing for a node in behaviour §5's words (the mode names explain shows)."""
+
     PREFER_SAME_NODE = "PreferSameNode"
     PREFER_SAME_ZONE = "PreferSameZone"
     CLUSTER = "Cluster"
@@ -60,6 +62,9 @@ _MODE_OF_ROUTING = MappingProxyType(
 
 @dataclass(frozen=True, slots=True)
 class ProxyView:
+    """kube-proxy's routing of one entry: the mode of each zone's nodes, and the nodes a node
+    hint keeps on themselves."""
+
     # Mode of the zone's nodes that match no node hint. Empty for unproxied Services.
     by_zone: Mapping[str, ProxyMode]
     # Nodes in PreferSameNode, sorted.
@@ -110,7 +115,7 @@ class KubeProxyRoutes:
 
     For a routed entry (proxied Service, IP address type) the rule and its preamble read
     only: whether a ready endpoint exists, internalTrafficPolicy Local (and then only the
-    nodes that have a node-local endpoint), the zone-hint problem (which names the first
+    nodes that have a node-local endpoint), the zone-hint fallback (which names the first
     unhinted endpoint), the zones hinted and, when every ready endpoint has a node hint,
     the nodes hinted. Entries with equal answers get the
     same routing, so thousands of Services of one shape share one view, computed once.
@@ -175,7 +180,7 @@ class KubeProxyRoutes:
         else:
             behaviour = self._behaviour
             key = (
-                ready.zone_hint_problem,
+                ready.zone_hint_fallback,
                 ready.zones,
                 ready.nodes if ready.every_node_hinted and behaviour.reads_node_hints else None,
                 behaviour.needs_annotation and hints_annotation_asks(service),
