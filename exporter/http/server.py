@@ -34,7 +34,7 @@ import socket
 import ssl
 import sys
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from email.utils import formatdate
@@ -48,7 +48,7 @@ from exporter.http.limits import HttpLimits
 from exporter.http.request import READ_SIZE, Request, read_request
 from exporter.http.response import REASONS, Response, batches, busy, error_response
 from exporter.http.routes import PROBE_PATHS, SCRAPE_PATHS
-from exporter.http.slots import Gate
+from exporter.http.slots import Gate, ScrapeCosts
 from exporter.http.wsgi import build_environ, call_app
 
 if TYPE_CHECKING:
@@ -100,11 +100,11 @@ class MetricsServer:
         limits: HttpLimits | None = None,
         headers: Iterable[tuple[str, str]] = (),
         probe_paths: frozenset[str] = PROBE_PATHS,
-        expensive: Callable[[WSGIEnvironment], bool] | None = None,
+        costs: ScrapeCosts | None = None,
         auth: Authenticator | None = None,
     ) -> None:
-        """`expensive` says which scrapes cost more than a cached body (they queue for
-        max_expensive_scrapes); `auth` is checked before any app runs, on its own threads."""
+        """`costs` says which scrapes are expensive and which prepared (`ScrapeCosts`);
+        `auth` is checked before any app runs, on its own threads."""
         self._app = app
         self._tls = tls
         self.tls = tls is not None
@@ -114,7 +114,7 @@ class MetricsServer:
         )
         self._extra_headers = [(name.encode(), value.encode()) for name, value in headers]
         self._probe_paths = probe_paths
-        self._expensive = expensive
+        self._costs = costs or ScrapeCosts()
         self._auth = auth
         limits = self._limits
         self._scrapes = Gate(limits.max_scrapes, limits)
@@ -363,7 +363,7 @@ class MetricsServer:
             return
         gates: list[Gate] = []
         if path in SCRAPE_PATHS:
-            if self._expensive is not None and self._expensive(environ):
+            if self._costs.expensive(environ):
                 # First: a scrape waiting its turn to be expensive holds no ordinary slot.
                 gates.append(self._expensive_scrapes)
             gates.append(self._scrapes)
@@ -374,8 +374,11 @@ class MetricsServer:
                     await self._respond(parser, writer, busy(), head=head)
                     return
                 held.append(gate)
-            pool = self._probe_pool if path in self._probe_paths else self._pool
-            response = await self._loop.run_in_executor(pool, call_app, self._app, environ)
+            if gates and self._costs.prepared(environ):
+                response = call_app(self._app, environ)
+            else:
+                pool = self._probe_pool if path in self._probe_paths else self._pool
+                response = await self._loop.run_in_executor(pool, call_app, self._app, environ)
             await self._respond(
                 parser, writer, response, head=head, path=path, holder=(connection, held)
             )

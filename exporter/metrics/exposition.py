@@ -235,6 +235,25 @@ class ExpositionRenderer:
         chunks.append(trailer(zlib.crc32(tail, crc), size + len(tail)))
         return chunks
 
+    def prepared(self, fmt: Format, *, zipped: bool) -> bool:
+        """Whether `render` (or `render_gzip`) would only hand out what is cached: the body
+        of the current state, and for gzip its segments and checksum in this format. (The
+        evaluator may publish a state just after: then that call renders it.)"""
+        if not self._ready():
+            return True
+        body = self._body
+        if body is None or body.state is not self._state():
+            return False
+        if not zipped:
+            return True
+        segments, checksum = self._segments, self._checksums.get(fmt)
+        return (
+            segments is not None
+            and segments[0] is body
+            and checksum is not None
+            and checksum[0] is body
+        )
+
     # -- bringing the body up to date ---------------------------------------------------------
 
     def _current(self) -> _Body | None:
