@@ -9,7 +9,8 @@ The design: one event loop thread (asyncio, standard library) owns every socket.
 accepts, runs each TLS handshake with a timeout, reads requests through h11 (python-hyper's
 sans-I/O HTTP/1.1 parser, which bounds the request head) and writes responses, a batch at
 a time, each once the previous one has left. Only a complete request reaches the WSGI app,
-on a small thread pool; probes have a pool of their own, so a queue of slow scrapes never
+on a small thread pool (a scrape the app has at hand, `ScrapeCosts.prepared`, on the loop
+thread itself); probes have a pool of their own, so a queue of slow scrapes never
 delays the kubelet, and credentials not seen before are checked (bcrypt) on a thread of
 their own. Scrapes, and among them the expensive ones, take slots of a bounded number, with
 a bounded queue. An idle, slow or half-open client costs one socket and a few hundred bytes,
