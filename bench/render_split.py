@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from cluster import ClusterSize  # noqa: E402
-from render import Cluster, build  # noqa: E402
+from render import MeasuredExporter, build  # noqa: E402
 
 from exporter.metrics.blocks import SortedBlocks  # noqa: E402
 from exporter.metrics.collector import ExportOptions, HintsCollector, is_exported  # noqa: E402
@@ -55,7 +55,7 @@ def _cpu(action: Callable[[], object]) -> float:
     return time.process_time() - started
 
 
-def first_render(cluster: Cluster, runs: int) -> Times:
+def first_render(cluster: MeasuredExporter, runs: int) -> Times:
     evaluator = cluster.evaluator
     state = evaluator.state
     exported = [r for r in state.services.values() if is_exported(r.verdicts, ExportOptions())]
@@ -100,7 +100,7 @@ def _timing(times: Times, owner: type, name: str) -> None:
     setattr(owner, name, timed)
 
 
-def resize(cluster: Cluster, runs: int) -> Times:
+def resize(cluster: MeasuredExporter, runs: int) -> Times:
     evaluator = cluster.evaluator
     renderer = ExpositionRenderer(lambda: evaluator.state, ready=lambda: True)
     evaluator.add_listener(renderer.observe)

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bench.ksm import built_binary
 from tests.conftest import PROJECT_ROOT
 
@@ -129,3 +131,17 @@ def test_render_split_prints_each_part_of_both_renders() -> None:
         "comparing replaced results (_kept)",
     ):
         assert row in completed.stdout, (row, completed.stdout)
+
+
+@pytest.mark.server
+def test_escaping_benchmark_prints_every_kind() -> None:
+    """`bench/escaping.py` serves a tiny generated cluster and measures each kind of scrape."""
+    completed = subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / "bench" / "escaping.py"), "--nodes", "3",
+         "--services", "5", "--endpoints", "15", "--requests", "1"],
+        capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    for kind in ("default (cached)", "text escaping=dots", "openmetrics escaping=dots"):
+        assert kind in completed.stdout
+    assert "hwm" in completed.stdout

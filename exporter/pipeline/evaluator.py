@@ -29,6 +29,7 @@ from exporter.engine import (
 )
 from exporter.engine.context import context_of
 from exporter.engine.evaluate import EntryInputs, evaluate_entry
+from exporter.engine.problems import problems_of
 from exporter.engine.profile import ASSUMED, Profile
 from exporter.engine.whatif.forecast import EntryForecast, service_forecasts
 from exporter.pipeline.incremental import (
@@ -55,6 +56,9 @@ def _frozen(mapping: Mapping[_K, _V]) -> Mapping[_K, _V]:
 
 
 class Evaluator:
+    """Turns the store's changes into the next ClusterResult, re-judging only the Services a
+    change touched, and keeps what spans steps (flips, events, the change log)."""
+
     def __init__(
         self,
         store: ClusterStore,
@@ -65,11 +69,14 @@ class Evaluator:
         profile: Profile = ASSUMED,
         one_shot: bool = False,
         forecasts: bool = True,
+        nodes_known: bool = True,
     ) -> None:
         """`one_shot`: a command's single step (exporter.run.oneshot): nothing is kept for a
         next step (no prepared inputs, flips or change log). `forecasts`: False when no
-        reader of the result shows them (`evaluate`)."""
+        reader of the result shows them (`evaluate`). `nodes_known`: False only for a
+        one-shot input without Nodes; the problems are judged knowing it."""
         self._store = store
+        self._nodes_known = nodes_known
         self._one_shot = one_shot
         self._forecasts = forecasts
         # behaviour §12: what every verdict is computed under, and the one to switch to
@@ -95,7 +102,7 @@ class Evaluator:
         self._last_event: dict[EventKey, float] = {}
         # Event figures changed since last published: only then are they copied again.
         self._events_dirty = False
-        self._state = state = ClusterResult()
+        self._state = state = ClusterResult(nodes_known=nodes_known)
         # The published node view: its context's memos (judgements, kube-proxy routings,
         # cross-zone shares) are shared by every Service's evaluation.
         self._view = NodeView(
@@ -204,6 +211,7 @@ class Evaluator:
             clients=view.context.clients,
             changed=frozenset(changed),
             profile=self._profile,
+            nodes_known=self._nodes_known,
         )
 
     def _reevaluate(
@@ -267,7 +275,11 @@ class Evaluator:
             and old.verdicts == verdicts
         ):
             return old
-        return ServiceResult(verdicts, flips, forecasts)
+        # The one place problems are judged: every surface reads them from the result.
+        problems = tuple(
+            problems_of(verdict, nodes_known=self._nodes_known) for verdict in verdicts
+        )
+        return ServiceResult(verdicts, problems, flips, forecasts)
 
     def _track_flip(self, verdict: EntryVerdict, last: EntryVerdict | None) -> None:
         """`last`: the entry's verdict tracked last, when known (re-judged ones)."""
@@ -308,6 +320,6 @@ class Evaluator:
                 )
             seen[event.uid] = max(before, event.count)
             if event.timestamp is not None:
-                key = (event.namespace, event.service, event.reason)
+                key = EventKey((event.namespace, event.service, event.reason))
                 self._last_event[key] = max(self._last_event.get(key, 0.0), event.timestamp)
         self._event_counts = seen

@@ -37,6 +37,7 @@ from exporter.metrics.collector import (
     HintsCollector,
 )
 from exporter.metrics.endpoint import MetricsEndpoint
+from exporter.metrics.escaped import EscapedRenderer
 from exporter.metrics.exposition import ExpositionRenderer
 from exporter.metrics.families import SAME_ON_EVERY_SHARD
 from exporter.metrics.instruments import RESOURCES, ExporterMetrics, StatusCollector
@@ -56,11 +57,14 @@ from exporter.web.render import WatchHealth
 
 logger = structlog.get_logger("exporter")
 
-SHARD_FROM_POD_NAME = re.compile(r"-(\d+)$")
+# ASCII digits: \d would read "exporter-\u0661" as ordinal 1.
+SHARD_FROM_POD_NAME = re.compile(r"-([0-9]{1,9})$")
 
 
 @dataclass(frozen=True, slots=True)
 class ServeOptions:
+    """Everything `serve` was asked for on its command line, resolved to values."""
+
     listen_address: str = ":9808"
     snapshot: str | None = None
     max_input_bytes: int = DEFAULT_MAX_INPUT_BYTES
@@ -221,7 +225,9 @@ class Exporter:
         # Everything through prometheus_client, for `name[]`-filtered scrapes: registering
         # reads each collector's describe(), which name[] filtering relies on.
         self.registry = CollectorRegistry(auto_describe=True)
-        for collector in (hints, *own_collectors):
+        filtered_hints = FilteringCollector(hints, family_filter)
+        self.registry.register(filtered_hints)
+        for collector in own_collectors:
             self.registry.register(FilteringCollector(collector, family_filter))
         self.renderer = ExpositionRenderer(
             lambda: self.evaluator.state,
@@ -231,7 +237,10 @@ class Exporter:
         )
         # Each published state names the Services it changed: the renderer updates only those.
         self.evaluator.add_listener(self.renderer.observe)
-        metrics = MetricsEndpoint(self.renderer, own_filtered, self.registry)
+        escaped = EscapedRenderer(
+            filtered_hints, lambda: self.evaluator.state, ready=self._ready.is_set
+        )
+        metrics = MetricsEndpoint(self.renderer, own_filtered, self.registry, escaped)
         self.pages = StatusPages(
             lambda: self.evaluator.state,
             readiness=self.readiness,
@@ -281,7 +290,7 @@ class Exporter:
         """
         now = time.time()
         troubled = [
-            describe_problem(informer.spec.resource, informer.problem, self._down_since, now)
+            describe_watch_failure(informer.spec.resource, informer.problem, self._down_since, now)
             for informer in self.informers
             if informer.problem is not None
         ]
@@ -316,7 +325,7 @@ class Exporter:
             synced = informer.synced.is_set()
             if informer.problem is not None:
                 # The same words as /readyz: never the library's text, hosts or URLs.
-                words = describe_problem(
+                words = describe_watch_failure(
                     informer.spec.resource, informer.problem, self._down_since, time.time()
                 ).removeprefix(f"- {informer.spec.resource}: ")
                 tone = "warn" if synced else "bad"
@@ -489,7 +498,9 @@ _HTTP_STATUS = re.compile(r"\bHTTP (\d{3})\b")
 _GROUPS = {"endpointslices": "discovery.k8s.io"}
 
 
-def describe_problem(resource: str, problem: str, down_since: dict[str, float], now: float) -> str:
+def describe_watch_failure(
+    resource: str, problem: str, down_since: dict[str, float], now: float
+) -> str:
     """One line for people about a resource the exporter cannot read.
 
     `problem` is the informer's own text (a library's exception string with hosts in it):

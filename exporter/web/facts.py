@@ -7,6 +7,7 @@ from `exporter.report.explain` is in this module, so a change there is adapted i
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from exporter.engine import (
@@ -16,6 +17,7 @@ from exporter.engine import (
     ProxyMode,
 )
 from exporter.engine.allocation import OVERLOAD_LIMIT, refusal_reason
+from exporter.engine.problems import ProblemId
 from exporter.engine.whatif.feasibility import Margin
 from exporter.report.advice import advisor_range, margin_text, node_fix, node_lack, suggestion
 from exporter.report.explain import ExplainOptions, profile_lines
@@ -50,6 +52,8 @@ def plural(count: int, singular: str, several: str | None = None) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ZoneShare:
+    """One zone's row of the cluster page: its share of CPU, allocatable CPU and Ready nodes."""
+
     zone: str
     share: str
     allocatable_cpu: str
@@ -58,6 +62,8 @@ class ZoneShare:
 
 @dataclass(frozen=True, slots=True)
 class NodeFix:
+    """A node the controller cannot count, what it lacks and the command that fixes it."""
+
     node: str
     lack: str
     fix: str
@@ -65,6 +71,9 @@ class NodeFix:
 
 @dataclass(frozen=True, slots=True)
 class ClusterFacts:
+    """What the cluster page shows, as text: whether node info suffices, the zones, the nodes to
+    fix and the Kubernetes assumed."""
+
     sufficient: bool
     ready_nodes: int
     zones: tuple[ZoneShare, ...]
@@ -98,6 +107,8 @@ def cluster_facts(result: ClusterResult) -> ClusterFacts:
 
 @dataclass(frozen=True, slots=True)
 class ProxyRow:
+    """One zone's row of kube-proxy's routing on a Service's page."""
+
     zone: str
     mode: str
     nodes: int
@@ -107,6 +118,8 @@ class ProxyRow:
 
 @dataclass(frozen=True, slots=True)
 class AdvisorStep:
+    """One endpoint count of the advisor's strip, and whether `auto` would hint at it."""
+
     endpoints: int
     enabled: bool
     current: bool
@@ -114,12 +127,16 @@ class AdvisorStep:
 
 @dataclass(frozen=True, slots=True)
 class IssueFix:
+    """A config issue on a Service's page, with its fix."""
+
     issue: str
     fix: str
 
 
 @dataclass(frozen=True, slots=True)
 class ZoneTable:
+    """The per-zone table of a Service's page, as text, with the overloaded rows marked."""
+
     columns: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
     # Rows whose load factor is above what `auto` allows (the last column).
@@ -197,6 +214,8 @@ def margin_words(margin: Margin) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ServiceFacts:
+    """Everything a Service's page shows, as text, computed from its verdict once."""
+
     verdict: EntryVerdict
     mechanism: str
     why: str
@@ -226,7 +245,11 @@ class ServiceFacts:
     margin: str | None = None
 
 
-def completeness_words(verdict: EntryVerdict) -> tuple[str, str | None]:
+def completeness_words(
+    verdict: EntryVerdict, problems: Collection[ProblemId]
+) -> tuple[str, str | None]:
+    """The completeness in words, and the partial-hints warning where the entry has that
+    problem (`problems`: the entry's, as the result holds them)."""
     completeness, ready = verdict.hint_completeness, verdict.ready_endpoints
     if completeness is None:
         return "- (no ready endpoints)", None
@@ -236,7 +259,7 @@ def completeness_words(verdict: EntryVerdict) -> tuple[str, str | None]:
         f"{percent(completeness)}: {hinted:,} of {plural(ready, 'ready endpoint')} {verb} "
         "a zone hint"
     )
-    if 0 < completeness < 1:
+    if ProblemId.PARTIAL_HINTS in problems:
         return words, PARTIAL_HINTS
     return words, None
 
@@ -286,7 +309,7 @@ def service_facts(
     auto = verdict.mechanism is Mechanism.AUTO
     capacity = result.capacity
     advice = suggestion(capacity, verdict) if auto and capacity.sufficient else None
-    completeness, warning = completeness_words(verdict)
+    completeness, warning = completeness_words(verdict, result.problems(verdict))
     same_node = (
         f"{ProxyMode.PREFER_SAME_NODE} on {', '.join(verdict.proxy.same_node)}: "
         f"{MODE_TEXT[ProxyMode.PREFER_SAME_NODE]}"

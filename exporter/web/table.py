@@ -17,7 +17,7 @@ from types import MappingProxyType
 from urllib.parse import parse_qs, urlencode
 
 from exporter.engine import EntryVerdict, ExpectedState, Mechanism
-from exporter.engine.problems import PROBLEMS, ProblemId, Severity, problems_of, severity_of
+from exporter.engine.problems import PROBLEMS, ProblemId, Severity, severity_of
 from exporter.engine.whatif.forecast import NO_FORECAST, EntryForecast
 from exporter.report.advice import zone_loss_skipped_text
 from exporter.report.phrases import whole_percent
@@ -53,6 +53,8 @@ _STANDING_OF = {
 
 @dataclass(frozen=True, slots=True)
 class ServiceRow:
+    """One entry of the status page's table, with what its filters and order read."""
+
     verdict: EntryVerdict
     # The problem table's ids (exporter.engine.problems), in its order.
     problems: tuple[ProblemId, ...]
@@ -86,8 +88,12 @@ class ServiceRow:
         return self.verdict.service.name
 
 
-def service_row(verdict: EntryVerdict, forecast: EntryForecast = NO_FORECAST) -> ServiceRow:
-    problems = problems_of(verdict)
+def service_row(
+    verdict: EntryVerdict,
+    problems: tuple[ProblemId, ...],
+    forecast: EntryForecast = NO_FORECAST,
+) -> ServiceRow:
+    """`problems`: the entry's, as the result holds them (ServiceResult.problems)."""
     severity = severity_of(problems)
     if severity is not None:
         standing = _STANDING_OF[severity]
@@ -104,6 +110,8 @@ def service_row(verdict: EntryVerdict, forecast: EntryForecast = NO_FORECAST) ->
 
 
 class CellTone:
+    """The colour class of a table cell."""
+
     GOOD = "good"
     BAD = "bad"
     WARN = "warn"
@@ -112,6 +120,8 @@ class CellTone:
 
 @dataclass(frozen=True, slots=True)
 class Cell:
+    """One cell of the table: its text, colour and a smaller second line."""
+
     text: str
     tone: str = CellTone.NONE
     # A second, smaller line under the text.
@@ -120,6 +130,8 @@ class Cell:
 
 @dataclass(frozen=True, slots=True)
 class Column:
+    """One column of the table: its title and how a row's cell is made."""
+
     title: str
     cell: Callable[[ServiceRow], Cell]
     # The column that names the row: a row header linked to the Service's page.
@@ -147,7 +159,7 @@ def _completeness_cell(row: ServiceRow) -> Cell:
     completeness = row.verdict.hint_completeness
     if completeness is None:
         return Cell("-")
-    tone = CellTone.WARN if 0 < completeness < 1 else CellTone.NONE
+    tone = CellTone.WARN if ProblemId.PARTIAL_HINTS in row.problems else CellTone.NONE
     return Cell(share(completeness), tone, f"{row.verdict.ready_endpoints:,} ready")
 
 
@@ -220,6 +232,8 @@ COLUMNS: tuple[Column, ...] = (
 
 @dataclass(frozen=True, slots=True)
 class Tally:
+    """One overview count over the rows, and the filter of the same name its choices set."""
+
     # The query parameter that filters the table on one of the tally's values.
     param: str
     title: str
@@ -305,7 +319,15 @@ def status_view(state: ClusterResult, previous: StatusView | None = None) -> Sta
         if known is not None and known[0] is result:
             rows_of[key] = known
         else:
-            rows_of[key] = (result, tuple(service_row(v, f) for v, f in result.entries()))
+            rows_of[key] = (
+                result,
+                tuple(
+                    service_row(verdict, problems, forecast)
+                    for (verdict, forecast), problems in zip(
+                        result.entries(), result.problems, strict=True
+                    )
+                ),
+            )
     rows = sorted(
         (row for _, service_rows in rows_of.values() for row in service_rows),
         key=attrgetter("order"),
@@ -340,6 +362,8 @@ def _counts(rows: list[ServiceRow]) -> Mapping[str, Mapping[str, int]]:
 
 @dataclass(frozen=True, slots=True)
 class Query:
+    """The table's filters and page, read from the query string."""
+
     namespace: str = ""
     text: str = ""
     # Tally param -> chosen value.
@@ -413,6 +437,8 @@ def _positive(values: Mapping[str, str], key: str, default: int, maximum: int) -
 
 @dataclass(frozen=True, slots=True)
 class TablePage:
+    """One page of the filtered table, with where it sits among the matching rows."""
+
     query: Query
     rows: tuple[ServiceRow, ...]
     # Rows that match the filters, on every page.

@@ -27,6 +27,8 @@ from exporter.engine.whatif.scenario import Cluster, ScenarioStep, apply_scenari
 
 
 class Change(StrEnum):
+    """How a scenario changes an entry's hints: lost, gained, refused for another reason, or not."""
+
     LOSES_HINTS = "loses-hints"
     GAINS_HINTS = "gains-hints"
     REASON_CHANGED = "reason-changed"
@@ -53,6 +55,8 @@ class Outcome:
 
 @dataclass(frozen=True, slots=True)
 class EntryChange:
+    """One entry's outcome before and after a scenario, and the kind of change between them."""
+
     key: tuple[str, str, str]
     change: Change
     before: Outcome
@@ -75,6 +79,8 @@ def classify(before: Outcome, after: Outcome) -> Change:
 
 @dataclass(frozen=True, slots=True)
 class ClusterOutcome:
+    """Every entry's outcome over one cluster, grouped by Service, with the evaluation behind it."""
+
     evaluation: Evaluation
     # Per Service, its entries (one per address type) in address-type order.
     by_service: Mapping[tuple[str, str], tuple[Outcome, ...]]
@@ -159,6 +165,9 @@ def cluster_outcome(cluster: Cluster, reuse: ClusterOutcome | None = None) -> Cl
 
 @dataclass(frozen=True, slots=True)
 class WhatIf:
+    """A what-if answer: the scenario's steps, the cluster's outcome before and after, and the
+    entries that change."""
+
     steps: tuple[ScenarioStep, ...]
     before: ClusterOutcome
     after: ClusterOutcome

@@ -38,6 +38,8 @@ class Cluster:
 
 @dataclass(frozen=True, slots=True)
 class LoseZone:
+    """A scenario step: every node of one zone is gone."""
+
     zone: str
 
     def describe(self) -> dict[str, str]:
@@ -46,6 +48,8 @@ class LoseZone:
 
 @dataclass(frozen=True, slots=True)
 class LoseNodes:
+    """A scenario step: the named nodes are gone."""
+
     names: tuple[str, ...]
 
     def describe(self) -> dict[str, str]:
@@ -54,6 +58,8 @@ class LoseNodes:
 
 @dataclass(frozen=True, slots=True)
 class Scale:
+    """A scenario step: one Service runs this many ready endpoints."""
+
     namespace: str
     name: str
     endpoints: int
