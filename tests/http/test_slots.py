@@ -335,6 +335,7 @@ def test_basic_auth_knows_without_bcrypt_only_what_needs_none(
     assert auth.known(nobody) is None
 
 
+@pytest.mark.server
 def test_a_prepared_scrape_is_answered_on_the_loop_thread_and_others_on_workers() -> None:
     """A scrape the app has at hand skips the hop to a worker and back (two waits for the
     scheduler on a busy machine); one it has to render, and pages, still go to workers."""
