@@ -131,6 +131,24 @@ def test_report_of_a_missing_file_is_one_line(tmp_path: Path) -> None:
     assert "none.json" in completed.stderr
 
 
+def test_render_split_prints_each_part_of_both_renders() -> None:
+    completed = subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / "bench" / "render_split.py"), "--scale", "0.01",
+         "--runs", "1"],
+        capture_output=True, text=True, timeout=300, check=False, cwd=PROJECT_ROOT,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    for row in (
+        "first render",
+        "the samples alone",
+        "generate_latest (reference)",
+        "evaluator step",
+        "render of the new state",
+        "comparing replaced results (_kept)",
+    ):
+        assert row in completed.stdout, (row, completed.stdout)
+
+
 @pytest.mark.server
 def test_escaping_benchmark_prints_every_kind() -> None:
     """`bench/escaping.py` serves a tiny generated cluster and measures each kind of scrape."""
