@@ -9,7 +9,8 @@ The design: one event loop thread (asyncio, standard library) owns every socket.
 accepts, runs each TLS handshake with a timeout, reads requests through h11 (python-hyper's
 sans-I/O HTTP/1.1 parser, which bounds the request head) and writes responses, a batch at
 a time, each once the previous one has left. Only a complete request reaches the WSGI app,
-on a small thread pool; probes have a pool of their own, so a queue of slow scrapes never
+on a small thread pool (a scrape the app has at hand, `ScrapeCosts.prepared`, on the loop
+thread itself); probes have a pool of their own, so a queue of slow scrapes never
 delays the kubelet, and credentials not seen before are checked (bcrypt) on a thread of
 their own. Scrapes, and among them the expensive ones, take slots of a bounded number, with
 a bounded queue. An idle, slow or half-open client costs one socket and a few hundred bytes,
@@ -21,7 +22,8 @@ This module is that loop: listening, accepting and evicting connections, and eac
 connection's exchange of requests and responses. Its parts live beside it: reading a
 request (`request`), the response and its batches (`response`), the WSGI environ and app
 call (`wsgi`), slots and their queue (`slots`), authentication (`auth`), routes and probes
-(`routes`), the limits (`limits`); TLS and basic-auth settings come from `webconfig`.
+(`routes`), the limits (`limits`), the one log line of a failed request (`failure`); TLS
+and basic-auth settings come from `webconfig`.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import socket
 import ssl
 import sys
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from email.utils import formatdate
@@ -44,11 +46,12 @@ import h11
 import structlog
 
 from exporter.http.auth import Authenticator
+from exporter.http.failure import log_failure
 from exporter.http.limits import HttpLimits
 from exporter.http.request import READ_SIZE, Request, read_request
 from exporter.http.response import REASONS, Response, batches, busy, error_response
 from exporter.http.routes import PROBE_PATHS, SCRAPE_PATHS
-from exporter.http.slots import Gate
+from exporter.http.slots import Gate, ScrapeCosts
 from exporter.http.wsgi import build_environ, call_app
 
 if TYPE_CHECKING:
@@ -100,11 +103,11 @@ class MetricsServer:
         limits: HttpLimits | None = None,
         headers: Iterable[tuple[str, str]] = (),
         probe_paths: frozenset[str] = PROBE_PATHS,
-        expensive: Callable[[WSGIEnvironment], bool] | None = None,
+        costs: ScrapeCosts | None = None,
         auth: Authenticator | None = None,
     ) -> None:
-        """`expensive` says which scrapes cost more than a cached body (they queue for
-        max_expensive_scrapes); `auth` is checked before any app runs, on its own threads."""
+        """`costs` says which scrapes are expensive and which prepared (`ScrapeCosts`);
+        `auth` is checked before any app runs, on its own threads."""
         self._app = app
         self._tls = tls
         self.tls = tls is not None
@@ -114,7 +117,7 @@ class MetricsServer:
         )
         self._extra_headers = [(name.encode(), value.encode()) for name, value in headers]
         self._probe_paths = probe_paths
-        self._expensive = expensive
+        self._costs = costs or ScrapeCosts()
         self._auth = auth
         limits = self._limits
         self._scrapes = Gate(limits.max_scrapes, limits)
@@ -291,9 +294,9 @@ class MetricsServer:
             # room: nothing to tell anyone (mTLS refusals are the client's to see).
             if transport is not None:
                 transport.abort()
-        except Exception:
+        except Exception as error:  # noqa: BLE001 - logged once, by log_failure
             # A bug here must cost one connection, never the server or a file descriptor.
-            logger.exception("connection failed")
+            log_failure("connection failed", error, peer=connection.peer[0])
             if transport is not None:
                 transport.abort()
         finally:
@@ -342,8 +345,39 @@ class MetricsServer:
         parser: h11.Connection,
         writer: asyncio.StreamWriter,
     ) -> None:
-        """Authenticate, wait for a slot if the request needs one, run the app, respond."""
+        """Answer one request; whatever fails in answering it is a 500 and one log line.
+
+        Connection trouble (a client gone or not reading) goes on to `_serve`, which closes
+        the connection quietly. Anything else is a bug reached by this request: it is
+        logged once (`failure.log_failure`) and answered 500 if no response has begun, else
+        the half-written response is cut (the client sees a short body, never a hang)."""
         head = request.head.method == b"HEAD"
+        try:
+            await self._answer(request, connection, parser, writer, head=head)
+        except (ConnectionError, TimeoutError):
+            raise
+        except Exception as error:  # noqa: BLE001 - logged once, by log_failure
+            log_failure(
+                "request failed",
+                error,
+                method=request.head.method.decode("latin-1"),
+                target=request.head.target.decode("latin-1")[:200],
+            )
+            if parser.our_state in {h11.IDLE, h11.SEND_RESPONSE}:
+                await self._respond(parser, writer, error_response(500, REASONS[500]), head=head)
+            else:
+                writer.transport.abort()
+
+    async def _answer(
+        self,
+        request: Request,
+        connection: _Connection,
+        parser: h11.Connection,
+        writer: asyncio.StreamWriter,
+        *,
+        head: bool,
+    ) -> None:
+        """Authenticate, wait for a slot if the request needs one, run the app, respond."""
         try:
             environ = build_environ(
                 request,
@@ -363,7 +397,7 @@ class MetricsServer:
             return
         gates: list[Gate] = []
         if path in SCRAPE_PATHS:
-            if self._expensive is not None and self._expensive(environ):
+            if self._costs.expensive(environ):
                 # First: a scrape waiting its turn to be expensive holds no ordinary slot.
                 gates.append(self._expensive_scrapes)
             gates.append(self._scrapes)
@@ -374,8 +408,11 @@ class MetricsServer:
                     await self._respond(parser, writer, busy(), head=head)
                     return
                 held.append(gate)
-            pool = self._probe_pool if path in self._probe_paths else self._pool
-            response = await self._loop.run_in_executor(pool, call_app, self._app, environ)
+            if gates and self._costs.prepared(environ):
+                response = call_app(self._app, environ)
+            else:
+                pool = self._probe_pool if path in self._probe_paths else self._pool
+                response = await self._loop.run_in_executor(pool, call_app, self._app, environ)
             await self._respond(
                 parser, writer, response, head=head, path=path, holder=(connection, held)
             )
@@ -399,8 +436,8 @@ class MetricsServer:
                 verdict = await self._loop.run_in_executor(
                     self._auth_pool, self._auth.check, header
                 )
-            except Exception:
-                logger.exception("checking credentials failed")
+            except Exception as error:  # noqa: BLE001 - logged once, by log_failure
+                log_failure("checking credentials failed", error)
                 return error_response(500, REASONS[500])
             finally:
                 self._auth_checks.release()

@@ -29,6 +29,7 @@ from exporter.engine import (
 )
 from exporter.engine.context import context_of
 from exporter.engine.evaluate import EntryInputs, evaluate_entry
+from exporter.engine.problems import problems_of
 from exporter.engine.profile import ASSUMED, Profile
 from exporter.engine.whatif.forecast import EntryForecast, service_forecasts
 from exporter.pipeline.incremental import (
@@ -68,13 +69,14 @@ class Evaluator:
         profile: Profile = ASSUMED,
         one_shot: bool = False,
         forecasts: bool = True,
-        count_flips: bool = True,
+        nodes_known: bool = True,
     ) -> None:
         """`one_shot`: a command's single step (exporter.run.oneshot): nothing is kept for a
         next step (no prepared inputs, flips or change log). `forecasts`: False when no
-        reader of the result shows them (`evaluate`). `count_flips` False: no flip is
-        counted until `published_as_ready` (the live exporter, before its /readyz)."""
+        reader of the result shows them (`evaluate`). `nodes_known`: False only for a
+        one-shot input without Nodes; the problems are judged knowing it."""
         self._store = store
+        self._nodes_known = nodes_known
         self._one_shot = one_shot
         self._forecasts = forecasts
         # behaviour §12: what every verdict is computed under, and the one to switch to
@@ -98,13 +100,13 @@ class Evaluator:
         # Flips are counted against states served as ready only: one computed before (from
         # a list that was not whole: 0 Nodes, every Service refused) was never a verdict
         # anyone saw, and a change from it is no flip of the Service (issue 30, 6).
-        self._counting = count_flips
+        self._counting = True
         self._event_counts: dict[str, int] = {}
         self._event_totals: dict[str, int] = {}
         self._last_event: dict[EventKey, float] = {}
         # Event figures changed since last published: only then are they copied again.
         self._events_dirty = False
-        self._state = state = ClusterResult()
+        self._state = state = ClusterResult(nodes_known=nodes_known)
         # The published node view: its context's memos (judgements, kube-proxy routings,
         # cross-zone shares) are shared by every Service's evaluation.
         self._view = NodeView(
@@ -125,6 +127,10 @@ class Evaluator:
     @property
     def state(self) -> ClusterResult:
         return self._state
+
+    def count_flips_once_ready(self) -> None:
+        """No flip is counted until `published_as_ready` (the live exporter, before /readyz)."""
+        self._counting = False
 
     def published_as_ready(self) -> None:
         """The state now published is served as ready: flips are counted from it on."""
@@ -217,6 +223,7 @@ class Evaluator:
             clients=view.context.clients,
             changed=frozenset(changed),
             profile=self._profile,
+            nodes_known=self._nodes_known,
         )
 
     def _reevaluate(
@@ -280,7 +287,11 @@ class Evaluator:
             and old.verdicts == verdicts
         ):
             return old
-        return ServiceResult(verdicts, flips, forecasts)
+        # The one place problems are judged: every surface reads them from the result.
+        problems = tuple(
+            problems_of(verdict, nodes_known=self._nodes_known) for verdict in verdicts
+        )
+        return ServiceResult(verdicts, problems, flips, forecasts)
 
     def _track_flip(self, verdict: EntryVerdict, last: EntryVerdict | None) -> None:
         """`last`: the entry's verdict tracked last, when known (re-judged ones)."""

@@ -27,6 +27,7 @@ from exporter.engine.whatif.zoneloss import MAX_ZONE_LOSS_ZONES
 from exporter.http.auth import BasicAuth
 from exporter.http.routes import default_routes, make_app
 from exporter.http.server import MetricsServer
+from exporter.http.slots import ScrapeCosts
 from exporter.http.webconfig import WebConfig, load_web_config, tls_from_flags
 from exporter.logs import LogFormat, configure_logging
 from exporter.metrics.collector import (
@@ -36,6 +37,7 @@ from exporter.metrics.collector import (
     HintsCollector,
 )
 from exporter.metrics.endpoint import MetricsEndpoint
+from exporter.metrics.escaped import EscapedRenderer
 from exporter.metrics.exposition import ExpositionRenderer
 from exporter.metrics.families import SAME_ON_EVERY_SHARD
 from exporter.metrics.instruments import RESOURCES, ExporterMetrics, StatusCollector
@@ -56,7 +58,8 @@ from exporter.web.render import WatchHealth
 
 logger = structlog.get_logger("exporter")
 
-SHARD_FROM_POD_NAME = re.compile(r"-(\d+)$")
+# ASCII digits: \d would read "exporter-\u0661" as ordinal 1.
+SHARD_FROM_POD_NAME = re.compile(r"-([0-9]{1,9})$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,8 +172,6 @@ class Exporter:
         self.evaluator = Evaluator(
             self.store,
             observe=self.metrics.evaluation,
-            # Counted from the state /readyz first serves (evaluator: published_as_ready).
-            count_flips=False,
             dataplanes=dataplanes,
             # The flags alone; a live exporter adds the API server's /version at start and
             # at each list, and checks the gate settings against it then (not before: the
@@ -182,6 +183,8 @@ class Exporter:
                 and options.profile_flags.kubernetes_minor is None,
             ),
         )
+        # Flips are counted from the state /readyz first serves (published_as_ready).
+        self.evaluator.count_flips_once_ready()
         self._profiles = ProfileReader(
             options.profile_flags, kube_proxy_minor, self.evaluator, options.informer.timeouts
         )
@@ -225,7 +228,9 @@ class Exporter:
         # Everything through prometheus_client, for `name[]`-filtered scrapes: registering
         # reads each collector's describe(), which name[] filtering relies on.
         self.registry = CollectorRegistry(auto_describe=True)
-        for collector in (hints, *own_collectors):
+        filtered_hints = FilteringCollector(hints, family_filter)
+        self.registry.register(filtered_hints)
+        for collector in own_collectors:
             self.registry.register(FilteringCollector(collector, family_filter))
         self.renderer = ExpositionRenderer(
             lambda: self.evaluator.state,
@@ -235,7 +240,10 @@ class Exporter:
         )
         # Each published state names the Services it changed: the renderer updates only those.
         self.evaluator.add_listener(self.renderer.observe)
-        metrics = MetricsEndpoint(self.renderer, own_filtered, self.registry)
+        escaped = EscapedRenderer(
+            filtered_hints, lambda: self.evaluator.state, ready=self._ready.is_set
+        )
+        metrics = MetricsEndpoint(self.renderer, own_filtered, self.registry, escaped)
         self.pages = StatusPages(
             lambda: self.evaluator.state,
             readiness=self.readiness,
@@ -260,7 +268,7 @@ class Exporter:
             options.listen_address,
             tls=tls,
             headers=web.headers,
-            expensive=metrics.expensive,
+            costs=ScrapeCosts(expensive=metrics.expensive, prepared=metrics.prepared),
             auth=BasicAuth(web.basic_auth_users) if web.basic_auth_users else None,
         )
 

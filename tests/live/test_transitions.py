@@ -186,7 +186,8 @@ def test_no_flip_is_counted_against_a_state_never_served_as_ready() -> None:
     store = ClusterStore()
     store.replace_services([CART])
     store.replace_endpoint_slices([cart_slice(9)])
-    evaluator = Evaluator(store, count_flips=False)
+    evaluator = Evaluator(store)
+    evaluator.count_flips_once_ready()
     (before,) = evaluator.step().services[("shop", "cart")].verdicts
     assert (before.expected_state, before.reason) == ("disabled", "InsufficientNodeInfo")
     store.replace_nodes(
