@@ -31,7 +31,7 @@ from kubernetes.client.exceptions import ApiException
 from tests.conftest import IN_CI, run_cli
 from tests.realcluster.binaries import KubeBinaries
 from tests.realcluster.cluster import ZONE_LABEL, RealCluster, node_body
-from tests.realcluster.controlplane import ControlPlane
+from tests.realcluster.controlplane import ControlPlane, ControlPlaneSettings, started
 from tests.realcluster.kubeproxy import (
     MARKER_TARGET_PORT,
     Expected,
@@ -369,8 +369,19 @@ def _evaluate_agrees(
 
 
 @pytest.fixture(scope="module")
+def own_plane(
+    binaries: KubeBinaries, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ControlPlane]:
+    """A control plane of this module's own: the shared one carries what earlier modules
+    on this worker did to it (Nodes replaced, an API server restarted), and the rules are
+    compared against shapes the controller must have written exactly."""
+    with started(binaries, ControlPlaneSettings(), tmp_path_factory.mktemp("plane")) as plane:
+        yield plane
+
+
+@pytest.fixture(scope="module")
 def rig(
-    binaries: KubeBinaries, control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
+    binaries: KubeBinaries, own_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Rig]:
     missing = requirements()
     if missing:
@@ -378,7 +389,7 @@ def rig(
         if IN_CI:
             pytest.fail(message)
         pytest.skip(message)
-    cluster = RealCluster(control_plane)
+    cluster = RealCluster(own_plane)
     folder = tmp_path_factory.mktemp("kube-proxy")
     try:
         cluster.replace_nodes(
