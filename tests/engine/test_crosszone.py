@@ -24,13 +24,13 @@ from exporter.engine import (
     Node,
     Routing,
     Service,
-    evaluate,
 )
 from exporter.report.document import cross_zone_field, routing_fields
 from exporter.sources.snapshot import load_snapshot
 from tests.conftest import CONFORMANCE_DIR
 from tests.engine.builders import endpoint, endpoint_slice, node, service
 from tests.engine.views import routing_of
+from tests.results import result_of
 
 EVERY_DATAPLANE = tuple(DataPlane)
 _HINT_NODE = {DataPlane.KUBE_PROXY, DataPlane.CALICO_EBPF}
@@ -186,8 +186,8 @@ def check_against_reference(
     nodes: list[Node], services: list[Service], slices: list[EndpointSlice]
 ) -> int:
     """Every entry of every data plane agrees with the reference; the entries checked."""
-    evaluation = evaluate(nodes, services, slices, EVERY_DATAPLANE)
-    for verdict in evaluation.services:
+    evaluation = result_of(nodes, services, slices, EVERY_DATAPLANE)
+    for verdict in evaluation.verdicts():
         field = cross_zone_field(verdict)
         typed = [
             s
@@ -202,7 +202,7 @@ def check_against_reference(
         for dataplane in EVERY_DATAPLANE:
             where = f"{verdict.key} {dataplane}"
             _close(field[str(dataplane)], reference(verdict, dataplane, nodes, typed), where)
-    return len(evaluation.services)
+    return len(evaluation.verdicts())
 
 
 # -- by hand --------------------------------------------------------------------------------
@@ -214,7 +214,7 @@ NODES = [node("a-1", "a", "4"), node("b-1", "b", "4"), node("c-1", "c", "8")]
 def _figures(
     svc: Service, slices: list[EndpointSlice], dataplane: DataPlane, nodes: list[Node] = NODES
 ) -> dict[str, Any] | None:
-    verdict = evaluate(nodes, [svc], slices, (dataplane,)).services[0]
+    verdict = result_of(nodes, [svc], slices, (dataplane,)).verdicts()[0]
     field = cross_zone_field(verdict)
     assert field is not None
     figures: dict[str, Any] | None = field[str(dataplane)]
@@ -419,9 +419,9 @@ def test_clients_need_a_zone_and_cpu_and_are_weighted_by_cpu() -> None:
 
 
 def test_no_routing_makes_the_whole_field_null() -> None:
-    verdict = evaluate(NODES, [service(cluster_ip="None")], _hinted_ab(), EVERY_DATAPLANE).services[
-        0
-    ]
+    verdict = result_of(
+        NODES, [service(cluster_ip="None")], _hinted_ab(), EVERY_DATAPLANE
+    ).verdicts()[0]
     assert cross_zone_field(verdict) is None
 
 
@@ -486,7 +486,7 @@ def _floor_never_above_effective(
     nodes: list[Node], services: list[Service], slices: list[EndpointSlice]
 ) -> None:
     """Section 13: floor <= effective for every data plane, overall and per zone, exactly."""
-    for verdict in evaluate(nodes, services, slices, EVERY_DATAPLANE).services:
+    for verdict in result_of(nodes, services, slices, EVERY_DATAPLANE).verdicts():
         for dataplane, figures in verdict.cross_zone.items():
             if figures is None:
                 continue
