@@ -50,7 +50,7 @@ def what_if_snapshot(
 
     Raises ScenarioError, before any step, when the scenario does not apply to the snapshot.
     The second step re-evaluates what the evaluator's incremental policy says the writes
-    moved, with the inputs the first one prepared; outcomes of the Services it kept are kept.
+    moved; outcomes of the Services it kept are kept.
     """
     cluster = Cluster(snapshot.nodes, snapshot.services, snapshot.endpoint_slices, profile=profile)
     changed = apply_scenario(cluster, steps)
@@ -62,7 +62,9 @@ def what_if_snapshot(
         profile=profile,
         one_shot=True,
         forecasts=False,
-        retain_inputs=True,
+        # Where Nodes go, the second step evaluates every Service again: those whose slices
+        # the scenario leaves reuse their inputs. Else it evaluates only the changed ones.
+        retain_inputs=changed.nodes != cluster.nodes,
     )
     before = outcomes_of(evaluator.step(), store.slices_of)
     # The scenario as the informers would see it happen: Nodes gone, slices rewritten.

@@ -11,8 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from exporter.engine.capacity import ClusterCapacity
-from exporter.engine.context import context_of
+from exporter.engine.context import NodeContext
 from exporter.engine.evaluate import (
     EntryVerdict,
     ExpectedState,
@@ -20,7 +19,7 @@ from exporter.engine.evaluate import (
 )
 from exporter.engine.kubeproxy import ProxyView, ReadyNodes
 from exporter.engine.model import EndpointSlice, Service
-from exporter.engine.profile import ASSUMED, NEWEST_KUBE_PROXY, KubeProxyBehaviour, Profile
+from exporter.engine.profile import NEWEST_KUBE_PROXY, KubeProxyBehaviour
 from exporter.engine.whatif.converged import converged_proxy_view, routes_locally
 
 
@@ -85,19 +84,15 @@ def classify(before: Outcome, after: Outcome) -> Change:
 
 
 def service_outcomes(
-    service: Service,
-    slices: Sequence[EndpointSlice],
-    capacity: ClusterCapacity,
-    nodes: ReadyNodes,
-    profile: Profile = ASSUMED,
+    service: Service, slices: Sequence[EndpointSlice], context: NodeContext
 ) -> tuple[Outcome, ...]:
-    """The Service's verdicts with their converged routing, one per address type."""
+    """The Service's verdicts in the node view with their converged routing, one per address
+    type (through `evaluate_service`, the evaluator's entry point)."""
     by_type: dict[str, list[EndpointSlice]] = {}
     for endpoint_slice in slices:
         by_type.setdefault(endpoint_slice.address_type, []).append(endpoint_slice)
+    behaviour = context.profile.kube_proxy_behaviour
     return tuple(
-        entry_outcome(verdict, by_type[verdict.address_type], nodes, profile.kube_proxy_behaviour)
-        for verdict in evaluate_service(
-            service, slices, context_of(capacity, nodes, profile=profile)
-        )
+        entry_outcome(verdict, by_type[verdict.address_type], context.nodes, behaviour)
+        for verdict in evaluate_service(service, slices, context)
     )
