@@ -42,7 +42,13 @@ SERVICES_BY_TRAFFIC_DISTRIBUTION = "topology_hints:services_by_traffic_distribut
 
 def recording_rules(config: MonitoringConfig) -> list[dict[str, Any]]:
     c = config
-    honoured = c.series(f.SERVICE_INFO.name, f'mechanism="{Mechanism.TRAFFIC_DISTRIBUTION}"')
+    # Only the Services the controller syncs: it counts none without a selector, nor
+    # ExternalName ones, whatever their trafficDistribution says.
+    honoured = c.series(
+        f.SERVICE_INFO.name,
+        f'mechanism="{Mechanism.TRAFFIC_DISTRIBUTION}"',
+        'controller_synced="true"',
+    )
     return [
         {
             "record": SERVICES_BY_TRAFFIC_DISTRIBUTION,

@@ -11,6 +11,9 @@ process pointed at it by its own kubeconfig. Every figure is measured in each ru
 its reference, measured in the same run under the same settings; the tables give the
 median over the runs with the min-max, and beside each measure the CPU seconds the
 exporter and the API server spent on it (the API server must not be the bottleneck).
+
+What each figure is and the tables are in bench/figures.py, the child processes a run drives
+in bench/children.py, the /metrics watcher in bench/scraper.py; this script runs the scales.
 """
 
 from __future__ import annotations
@@ -18,66 +21,65 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
-import gc
-import http.server
-import multiprocessing
 import os
-import re
 import shutil
-import socketserver
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 import orjson
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.parser import text_string_to_metric_families
-from prometheus_client.registry import Collector
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 import ksm  # noqa: E402
+from children import (  # noqa: E402
+    ApiServer,
+    CpuMeter,
+    EvaluatorAlone,
+    exporter_command,
+    generate_latest_seconds,
+    reference_sync,
+    serving_exporter,
+    static_server,
+    timed_get,
+)
 from cluster import (  # noqa: E402
     ZONE_NODE_CPU,
     ZONES,
     ClusterSize,
     ServicePlan,
-    cluster_objects,
     endpoint_slices,
     node,
     plan,
     write_snapshot,
 )
+from figures import (  # noqa: E402
+    FIGURES,
+    Run,
+    growth_report,
+    print_definitions,
+    print_growth,
+    print_scale,
+    scale_report,
+)
 from procstat import cpu_seconds, get, memory_mib  # noqa: E402
-
-from exporter.pipeline.evaluator import Evaluator  # noqa: E402
-from exporter.runtime import tune_garbage_collector  # noqa: E402
-from exporter.sources.decode import decode_endpoint_slice, decode_node, decode_service  # noqa: E402
-from exporter.state.store import ClusterStore  # noqa: E402
-from tests.kubeapi import FakeKubeAPI  # noqa: E402
-from tests.processes import ServedExporter, free_port, serving  # noqa: E402
+from scraper import (  # noqa: E402
+    SERVICE_LABELS,
+    SHARE_FAMILIES,
+    Scraper,
+    ready_series,
+    sample_value,
+    share_samples,
+)
 
 # What `serve` lists at startup, with its page size (exporter/sources/listing.py).
-LIST_PATHS = (
-    "/api/v1/nodes",
-    "/api/v1/services",
-    "/apis/discovery.k8s.io/v1/endpointslices",
-    "/api/v1/events?fieldSelector=involvedObject.kind%3DService",
-)
-PAGE_SIZE = 500
-READY_ENDPOINTS = b"topology_hints_service_ready_endpoints{"
-# Families a node resize that moves CPU shares changes: the zones' ratios, and each `auto`
-# Service's per-zone allocation.
-SHARE_FAMILIES = (b"topology_hints_zone_cpu_ratio", b"topology_hints_zone_allocation_desired")
 # The node the benchmark resizes, and the two CPU sizes it alternates between.
 RESIZED_NODE = 0
 RESIZED_CPU = (ZONE_NODE_CPU[ZONES[0]], ZONE_NODE_CPU[ZONES[2]])
@@ -85,549 +87,6 @@ MIB = 1024 * 1024
 DEFAULT_TIMEOUT = 600.0
 # A figure growing this much faster than the cluster is flagged as worse than linear (the
 # machine is noisy; smaller deviations are not findings).
-GROWTH_TOLERANCE = 1.25
-
-
-# -- what is measured ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Figure:
-    key: str
-    title: str
-    unit: str
-    definition: str
-    reference: str = ""  # key of the reference figure
-    # "over": ratio = figure / reference; "faster": ratio = reference / figure.
-    ratio_kind: str = "over"
-    ratio_limit: float | None = None  # the ratio's target (<= for "over", >= for "faster")
-    absolute_limit: float | None = None  # the figure's own target (<=), checked at 1x only
-    stops_short: bool = False  # ends before a scrape has the bytes
-
-    @property
-    def is_reference(self) -> bool:
-        return self.title.startswith("  ref:")
-
-    @property
-    def target(self) -> str:
-        parts = []
-        if self.absolute_limit is not None:
-            parts.append(f"<= {self.absolute_limit:g} {self.unit} at 1x")
-        if self.ratio_limit is not None:
-            relation = "<=" if self.ratio_kind == "over" else ">="
-            parts.append(f"ratio {relation} {self.ratio_limit:g}")
-        return ", ".join(parts)
-
-
-FIGURES = (
-    Figure("change_p50", "change -> /metrics, p50", "ms",
-           "EndpointSlice update sent to the API server (one endpoint toggles ready) -> end of "
-           "the first complete /metrics response whose ready-endpoints sample for that Service "
-           "has the new value, while a scraper fetches /metrics back to back; median over the "
-           "changes of a run", "swap_p50", ratio_limit=1.5),
-    Figure("swap_p50", "  ref: swap-at-once static server, p50", "ms",
-           "the same measure against a minimal static server (its own process) holding the "
-           "first scrape's bytes and a copy with one sample changed, that swaps the whole "
-           "body at once when told (what an exporter costing nothing would score): told to "
-           "swap -> end of the first response with the new value, the same scraper fetching "
-           "back to back; median over as many swaps as changes"),
-    Figure("change_p99", "change -> /metrics, p99", "ms",
-           "as above, 99th percentile over the changes of a run", "swap_p99", ratio_limit=2),
-    Figure("swap_p99", "  ref: swap-at-once static server, p99", "ms",
-           "as above, 99th percentile over the swaps"),
-    Figure("static_fetch", "  ref: static fetch of the same bytes", "ms",
-           "GET of the same bytes as the first scrape from a minimal static server "
-           "(http.server, sending them from memory, in its own process), same client, median "
-           "of 10"),
-    Figure("node_change", "node resize -> every affected series", "ms",
-           "a Node's allocatable CPU changed at the API server (moves the zones' CPU shares) -> "
-           "end of the first complete /metrics response in which every zone_cpu_ratio and "
-           "every Service's zone_allocation_desired sample that the resize changes has its "
-           "new value, while a scraper polls; median over the resizes of a run",
-           "node_change_evaluator", absolute_limit=1000, ratio_limit=2),
-    Figure("node_change_evaluator", "  ref: evaluator alone", "ms",
-           "in-process, a fresh store and evaluator over the same cluster built after the "
-           "exporter stopped, same GC settings (tuned, initial state frozen): decode the "
-           "resized Node, "
-           "ClusterStore.upsert_node, Evaluator.step() returns the published state; median "
-           "over the resizes of a run (stops at the published state, before any rendering)",
-           stops_short=True),
-    Figure("node_change_cpu", "node resize, exporter CPU per resize", "ms",
-           "CPU time of the exporter process (all threads) over the timed resizes above, "
-           "divided by their number: the evaluation, the rendering and the scrapes served "
-           "until every affected series is visible", "node_change_evaluator_cpu",
-           ratio_limit=2),
-    Figure("node_change_evaluator_cpu", "  ref: evaluator alone, CPU", "ms",
-           "CPU time (process_time) of the evaluator-alone resizes above, median",
-           stops_short=True),
-    Figure("first_scrape", "first scrape after start", "ms",
-           "GET /metrics right after /readyz first answers 200 (nothing rendered for a "
-           "scrape yet) -> end of the response", "generate_latest", ratio_kind="faster",
-           ratio_limit=5),
-    Figure("generate_latest", "  ref: generate_latest", "ms",
-           "prometheus_client.generate_latest over a registry holding the same samples "
-           "(parsed from the scraped text), in-process, median of 3 (no HTTP: stops short "
-           "of a scrape)", stops_short=True),
-    Figure("first_scrape_cpu", "first scrape after start, CPU", "ms",
-           "CPU time of the exporter process (all threads: HTTP and rendering) from sending "
-           "the GET above to the end of its response; on a shared machine CPU time does not "
-           "grow with the neighbours' load as wall time does", "generate_latest_cpu",
-           ratio_kind="faster", ratio_limit=5),
-    Figure("generate_latest_cpu", "  ref: generate_latest CPU", "ms",
-           "CPU time (process_time) of the generate_latest above, median of 3",
-           stops_short=True),
-    Figure("steady_scrape", "steady scrape", "ms",
-           "GET /metrics with nothing changed since the previous scrape -> end of the "
-           "response; median of 9 after the first", "static_fetch", ratio_limit=2),
-    Figure("steady_gzip", "steady gzip scrape", "ms",
-           "GET /metrics with Accept-Encoding: gzip, nothing changed since the previous "
-           "scrape -> end of the (still compressed) response; median of 9 after a first",
-           "static_gzip_fetch", ratio_limit=2),
-    Figure("static_gzip_fetch", "  ref: static fetch of the same gzip bytes", "ms",
-           "GET of the steady gzip scrape's bytes from the minimal static server "
-           "(Content-Encoding: gzip, not decoded by the client), median of 10"),
-    Figure("sync_cpu", "initial sync CPU", "s",
-           "CPU seconds (user + system, /proc) of the exporter process from its start to "
-           "the first 200 from /readyz (every Service evaluated)", "sync_reference",
-           ratio_limit=2, stops_short=True),
-    Figure("sync_reference", "  ref: fetch + orjson.loads", "s",
-           "CPU seconds of a process (GC tuned as exporter/runtime.py tunes it) fetching the "
-           "same LIST pages (page size 500) and orjson.loads-ing each", stops_short=True),
-    Figure("sync_wall", "initial sync wall", "s",
-           "wall time from starting the exporter process to the first 200 from /readyz",
-           "sync_reference_wall", stops_short=True),
-    Figure("sync_reference_wall", "  ref: fetch + orjson.loads wall", "s",
-           "wall time of the reference above", stops_short=True),
-    Figure("snapshot_ready_cpu", "serve --snapshot, start -> /readyz CPU", "s",
-           "CPU seconds (/proc) of `serve --snapshot FILE` from its start to the first 200 "
-           "from /readyz (the file decoded, every Service evaluated, the status rows built)",
-           "orjson_file_cpu", ratio_limit=1.5, stops_short=True),
-    Figure("orjson_file_cpu", "  ref: orjson.loads of the file, CPU", "s",
-           "CPU seconds (wait4) of a Python process, GC tuned as exporter/runtime.py tunes "
-           "it, that reads the same file and orjson.loads it, interpreter start included",
-           stops_short=True),
-    Figure("snapshot_ready_wall", "serve --snapshot, start -> /readyz", "s",
-           "wall time of the same", "orjson_file_wall", ratio_limit=1.5, stops_short=True),
-    Figure("orjson_file_wall", "  ref: orjson.loads of the file", "s",
-           "wall time of the same reference process, start to exit", stops_short=True),
-    Figure("rss_ready", "RSS at /readyz", "MiB",
-           "resident memory of the exporter (VmRSS) when /readyz first answers 200",
-           absolute_limit=150),
-    Figure("rss_after", "RSS after scrapes and changes", "MiB",
-           "VmRSS after the first, 9 steady and 10 gzip scrapes and the EndpointSlice changes "
-           "(scraped back to back throughout), before the node resizes", "rss_ready",
-           ratio_limit=1.3),
-    Figure("live_peak", "  ref: live peak RSS at /readyz", "MiB",
-           "peak resident memory (VmHWM) of the live exporter when /readyz first answers 200"),
-    Figure("evaluate_peak", "evaluate --snapshot peak RSS", "MiB",
-           "peak RSS (wait4 ru_maxrss, the command started by a small process) of "
-           "`evaluate --snapshot FILE`, the same cluster as a `kubectl get -o json` List",
-           "live_peak", ratio_limit=1.5),
-    Figure("serve_snapshot_peak", "serve --snapshot peak RSS", "MiB",
-           "peak RSS (VmHWM) of `serve --snapshot FILE` when /readyz first answers 200",
-           "live_peak", ratio_limit=1.5),
-)  # fmt: skip
-FIGURE = {figure.key: figure for figure in FIGURES}
-
-
-@dataclass
-class Run:
-    """One run's figures (ms, s or MiB as declared) and CPU seconds per measure."""
-
-    values: dict[str, float] = field(default_factory=dict)
-    # measure key -> (exporter CPU s, API server CPU s)
-    cpu: dict[str, tuple[float, float]] = field(default_factory=dict)
-    info: dict[str, float] = field(default_factory=dict)
-
-
-# -- processes and their CPU ---------------------------------------------------------------
-
-
-class CpuMeter:
-    """CPU seconds two processes spend between `start` and `stop`."""
-
-    def __init__(self, exporter: int, api_server: int) -> None:
-        self._pids = (exporter, api_server)
-        self._start = (0.0, 0.0)
-
-    def start(self) -> None:
-        self._start = (cpu_seconds(self._pids[0]), cpu_seconds(self._pids[1]))
-
-    def stop(self) -> tuple[float, float]:
-        return (
-            cpu_seconds(self._pids[0]) - self._start[0],
-            cpu_seconds(self._pids[1]) - self._start[1],
-        )
-
-
-def timed_get(url: str, *, gzip: bool = False) -> tuple[float, bytes]:
-    started = time.perf_counter()
-    body = get(url, gzip=gzip)
-    return time.perf_counter() - started, body
-
-
-@contextlib.contextmanager
-def serving_exporter(*arguments: str) -> Iterator[ServedExporter]:
-    """`serve *arguments` on a free loopback port, its /readyz polled every 5 ms (the sync's
-    wall time is measured to it); stopped and reaped after."""
-    with serving(
-        *arguments, "--log-level", "warning", command=exporter_command(), timeout=900,
-        interval=0.005,
-    ) as exporter:  # fmt: skip
-        yield exporter
-
-
-def exporter_command(*arguments: str) -> list[str]:
-    return [sys.executable, "-m", "exporter", *arguments]
-
-
-# -- the API server, in a child process ----------------------------------------------------
-
-
-def _serve_cluster(size: ClusterSize, conn: Connection) -> None:
-    api = FakeKubeAPI(history=100_000, bookmark_interval=30.0)
-    api.load(cluster_objects(size))
-    api.start()
-    conn.send(api.port)
-    while True:
-        command, payload = conn.recv()
-        if command == "apply":
-            api.apply(payload)
-            conn.send(None)
-        elif command == "stop":
-            api.stop()
-            conn.send(None)
-            return
-
-
-class ApiServer:
-    """The test API server with the cluster loaded, in a child process (its own GIL)."""
-
-    def __init__(self, size: ClusterSize) -> None:
-        context = multiprocessing.get_context("spawn")
-        self._conn, child = context.Pipe()
-        self._process = context.Process(target=_serve_cluster, args=(size, child), daemon=True)
-        self._process.start()
-        self.port: int = self._conn.recv()
-        self.pid: int = self._process.pid or 0
-
-    def apply(self, obj: dict[str, Any]) -> None:
-        """Returns once the server has stored the object and queued its watch events."""
-        self._conn.send(("apply", obj))
-        self._conn.recv()
-
-    def close(self) -> None:
-        self._conn.send(("stop", None))
-        self._conn.recv()
-        self._process.join(10)
-
-    def kubeconfig(self, directory: Path) -> Path:
-        path = directory / f"kubeconfig-{self.port}"
-        path.write_text(
-            f"""apiVersion: v1
-kind: Config
-clusters: [{{name: bench, cluster: {{server: "http://127.0.0.1:{self.port}"}}}}]
-users: [{{name: bench, user: {{token: bench}}}}]
-contexts: [{{name: bench, context: {{cluster: bench, user: bench}}}}]
-current-context: bench
-"""
-        )
-        return path
-
-
-# -- references in child processes ---------------------------------------------------------
-
-
-def _reference_sync(port: int, conn: Connection) -> None:
-    """Fetch every LIST page the exporter reads at startup and orjson.loads it; report CPU."""
-    tune_garbage_collector()
-    started, cpu = time.perf_counter(), time.process_time()
-    size = pages = 0
-    for path in LIST_PATHS:
-        token = ""
-        while True:
-            separator = "&" if "?" in path else "?"
-            url = f"http://127.0.0.1:{port}{path}{separator}limit={PAGE_SIZE}"
-            if token:
-                url += f"&continue={token}"
-            body = get(url)
-            size += len(body)
-            pages += 1
-            token = orjson.loads(body)["metadata"].get("continue") or ""
-            if not token:
-                break
-    conn.send((time.process_time() - cpu, time.perf_counter() - started, size, pages))
-
-
-def reference_sync(api: ApiServer) -> tuple[float, float, float, int, int]:
-    """(CPU s, wall s, API server CPU s, bytes, pages) of the sync reference."""
-    context = multiprocessing.get_context("spawn")
-    parent, child = context.Pipe()
-    process = context.Process(target=_reference_sync, args=(api.port, child), daemon=True)
-    api_cpu = cpu_seconds(api.pid)
-    process.start()
-    cpu, wall, size, pages = parent.recv()
-    api_cpu = cpu_seconds(api.pid) - api_cpu
-    process.join(30)
-    return cpu, wall, api_cpu, size, pages
-
-
-def _evaluator_alone(size: ClusterSize, conn: Connection) -> None:
-    """The exporter's store and evaluator over the cluster, timed per node resize."""
-    tune_garbage_collector()
-    store = ClusterStore()
-    nodes, services, slices = [], [], []
-    for obj in cluster_objects(size):
-        kind = obj["kind"]
-        if kind == "Node":
-            nodes.append(decode_node(obj))
-        elif kind == "Service":
-            services.append(decode_service(obj))
-        else:
-            slices.append(decode_endpoint_slice(obj))
-    store.replace_nodes(nodes)
-    store.replace_services(services)
-    store.replace_endpoint_slices(slices)
-    del nodes, services, slices
-    evaluator = Evaluator(store)
-    evaluator.step()
-    # As `serve` does once synced: later collections skip the initial snapshot.
-    gc.freeze()
-    conn.send(None)
-    while True:
-        command, payload = conn.recv()
-        if command == "stop":
-            return
-        started, started_cpu = time.perf_counter(), time.process_time()
-        store.upsert_node(decode_node(payload))
-        evaluator.step()
-        conn.send((time.perf_counter() - started, time.process_time() - started_cpu))
-
-
-class EvaluatorAlone:
-    def __init__(self, size: ClusterSize) -> None:
-        context = multiprocessing.get_context("spawn")
-        self._conn, child = context.Pipe()
-        self._process = context.Process(target=_evaluator_alone, args=(size, child), daemon=True)
-        self._process.start()
-        self._conn.recv()
-
-    def resize(self, obj: dict[str, Any]) -> tuple[float, float]:
-        """(wall s, CPU s) of one resize."""
-        self._conn.send(("node", obj))
-        seconds: tuple[float, float] = self._conn.recv()
-        return seconds
-
-    def close(self) -> None:
-        self._conn.send(("stop", None))
-        self._process.join(10)
-
-
-class _QuietHandler(http.server.BaseHTTPRequestHandler):
-    body = b""
-    gzip = False
-
-    def do_GET(self) -> None:
-        body = self.body  # the body when the request arrived, as a swap-at-once server does
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-        if self.gzip:
-            self.send_header("Content-Encoding", "gzip")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *_args: object) -> None:
-        pass
-
-
-def _static_server(paths: list[str], port: int, conn: Connection, *, gzip: bool) -> None:
-    bodies = [Path(path).read_bytes() for path in paths]
-    _QuietHandler.body, _QuietHandler.gzip = bodies[0], gzip
-
-    def swapper() -> None:
-        # Each message swaps the whole body at once to the next prepared one.
-        current = 0
-        while True:
-            conn.recv()
-            current = (current + 1) % len(bodies)
-            _QuietHandler.body = bodies[current]
-            conn.send(None)
-
-    threading.Thread(target=swapper, daemon=True).start()
-    with socketserver.ThreadingTCPServer(("127.0.0.1", port), _QuietHandler) as server:
-        server.serve_forever()
-
-
-class StaticServer:
-    """A minimal static HTTP server in its own process, sending one of `bodies` from memory."""
-
-    def __init__(self, url: str, conn: Connection) -> None:
-        self.url = url
-        self._conn = conn
-
-    def swap(self) -> None:
-        """Switch to the next body at once; returns once the server has switched."""
-        self._conn.send(None)
-        self._conn.recv()
-
-
-@contextlib.contextmanager
-def static_server(
-    bodies: list[bytes], directory: Path, *, gzip: bool = False
-) -> Iterator[StaticServer]:
-    """A static server sending `bodies[0]` until told to swap to the next."""
-    paths = []
-    for number, body in enumerate(bodies):
-        path = directory / f"static-{number}.bin"
-        path.write_bytes(body)
-        paths.append(str(path))
-    port = free_port()
-    context = multiprocessing.get_context("spawn")
-    parent, child = context.Pipe()
-    process = context.Process(
-        target=_static_server, args=(paths, port, child), kwargs={"gzip": gzip}, daemon=True
-    )
-    process.start()
-    url = f"http://127.0.0.1:{port}/metrics"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                get(url)
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.01)
-        yield StaticServer(url, parent)
-    finally:
-        process.terminate()
-        process.join(10)
-
-
-class StaticCollector(Collector):
-    def __init__(self, families: list[Any]) -> None:
-        self._families = families
-
-    def collect(self) -> Iterator[Any]:
-        return iter(self._families)
-
-
-def generate_latest_seconds(body: bytes, repeat: int = 3) -> tuple[float, float, int]:
-    """Median wall and CPU time of generate_latest over the scraped samples, and how many
-    samples there are."""
-    families = list(text_string_to_metric_families(body.decode()))
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(StaticCollector(families))
-    times, cpu = [], []
-    for _ in range(repeat):
-        started, started_cpu = time.perf_counter(), time.process_time()
-        generate_latest(registry)
-        times.append(time.perf_counter() - started)
-        cpu.append(time.process_time() - started_cpu)
-    samples = sum(len(family.samples) for family in families)
-    return statistics.median(times), statistics.median(cpu), samples
-
-
-# -- watching /metrics ---------------------------------------------------------------------
-
-
-class Scraper:
-    """Fetches /metrics back to back and reports when a response first satisfies a check."""
-
-    def __init__(self, url: str, timeout: float) -> None:
-        self._url = url
-        self._timeout = timeout
-        self._lock = threading.Lock()
-        self._check: Callable[[bytes], bool] | None = None
-        self._since = 0.0
-        self._latency = 0.0
-        self._found = threading.Event()
-        self._stop = threading.Event()
-        self._error: BaseException | None = None
-        self.scrapes = 0
-        self._thread = threading.Thread(target=self._loop, name="scraper", daemon=True)
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self._stop.set()
-        self._thread.join(600)
-
-    def _loop(self) -> None:
-        try:
-            while not self._stop.is_set():
-                body = get(self._url)
-                ended = time.perf_counter()
-                self.scrapes += 1
-                with self._lock:
-                    check, since = self._check, self._since
-                if check is not None and check(body):
-                    with self._lock:
-                        self._check = None
-                    self._latency = ended - since
-                    self._found.set()
-        except BaseException as error:  # noqa: BLE001 - reported to the waiting thread
-            self._error = error
-            self._found.set()
-
-    def latency(self, check: Callable[[bytes], bool], change: Callable[[], None]) -> float:
-        """Seconds from just before `change()` to the end of the first response passing `check`.
-
-        The check is armed before the change is made: no response can pass it earlier,
-        because the value it looks for differs from the current one.
-        """
-        self._found.clear()
-        with self._lock:
-            self._check, self._since = check, time.perf_counter()
-        change()
-        if not self._found.wait(self._timeout):
-            raise TimeoutError(f"the change did not reach /metrics in {self._timeout:g} s")
-        if self._error is not None:
-            raise RuntimeError(f"the scraper failed: {self._error}") from self._error
-        return self._latency
-
-
-_LABEL = re.compile(rb'(namespace|service)="([^"]*)"')
-
-
-def ready_series(body: bytes) -> dict[tuple[str, str], bytes]:
-    """(namespace, Service) -> its ready-endpoints sample line up to the value, with the space."""
-    series = {}
-    for line in body.splitlines():
-        if line.startswith(READY_ENDPOINTS):
-            prefix = line[: line.rindex(b" ") + 1]
-            labels = {key.decode(): value.decode() for key, value in _LABEL.findall(prefix)}
-            series[labels["namespace"], labels["service"]] = prefix
-    return series
-
-
-def sample_value(body: bytes, prefix: bytes) -> float | None:
-    start = body.find(prefix)
-    if start < 0:
-        return None
-    start += len(prefix)
-    end = body.find(b"\n", start)
-    return float(body[start : end if end >= 0 else len(body)].split(b" ", 1)[0])
-
-
-def share_samples(body: bytes) -> dict[bytes, bytes]:
-    """Every sample of the families a CPU-share move changes: series -> value text."""
-    samples = {}
-    for family in SHARE_FAMILIES:
-        start = body.find(b"\n" + family + b"{")
-        if start < 0:
-            continue
-        end = body.find(b"\n#", start + 1)
-        for line in body[start + 1 : end if end >= 0 else len(body)].splitlines():
-            if line.startswith(family + b"{"):
-                series, _, value = line.rpartition(b" ")
-                samples[series] = value
-    return samples
-
 
 # -- one scale -----------------------------------------------------------------------------
 
@@ -749,7 +208,11 @@ def measure_resizes(
         key for key in before.keys() | current.keys() if before.get(key) != current.get(key)
     }
     run.info["affected_services"] = len(
-        {tuple(_LABEL.findall(key)) for key in affected if key.startswith(SHARE_FAMILIES[1])}
+        {
+            tuple(SERVICE_LABELS.findall(key))
+            for key in affected
+            if key.startswith(SHARE_FAMILIES[1])
+        }
     )
     latencies = []
     cpu = cpu_seconds(exporter)
@@ -995,176 +458,6 @@ def run_scale(
         return results
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-
-
-# -- reporting -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Summary:
-    median: float
-    low: float
-    high: float
-
-    @classmethod
-    def of(cls, values: list[float]) -> Summary:
-        return cls(statistics.median(values), min(values), max(values))
-
-    def text(self, unit: str) -> str:
-        digits = 2 if unit == "s" or self.median < 10 else 1 if self.median < 100 else 0
-        return f"{self.median:.{digits}f} [{self.low:.{digits}f}-{self.high:.{digits}f}] {unit}"
-
-
-def ratio_of(figure: Figure, run: Run) -> float | None:
-    if not figure.reference:
-        return None
-    value, reference = run.values[figure.key], run.values[figure.reference]
-    if figure.ratio_kind == "faster":
-        return reference / value if value else None
-    return value / reference if reference else None
-
-
-def met(figure: Figure, scale: float, value: Summary, ratio: Summary | None) -> str:
-    checks = []
-    if figure.absolute_limit is not None and scale == 1:
-        checks.append(value.median <= figure.absolute_limit)
-    if figure.ratio_limit is not None and ratio is not None:
-        checks.append(
-            ratio.median <= figure.ratio_limit
-            if figure.ratio_kind == "over"
-            else ratio.median >= figure.ratio_limit
-        )
-    if not checks:
-        return ""
-    return "yes" if all(checks) else "NO"
-
-
-def scale_report(scale: float, runs: list[Run]) -> dict[str, Any]:
-    figures: dict[str, Any] = {}
-    for figure in FIGURES:
-        value = Summary.of([run.values[figure.key] for run in runs])
-        ratios = [r for r in (ratio_of(figure, run) for run in runs) if r is not None]
-        ratio = Summary.of(ratios) if ratios else None
-        cpu = [run.cpu[figure.key] for run in runs if figure.key in run.cpu]
-        figures[figure.key] = {
-            "runs": [run.values[figure.key] for run in runs],
-            "median": value.median,
-            "min": value.low,
-            "max": value.high,
-            "unit": figure.unit,
-            "ratio": asdict(ratio) if ratio else None,
-            "met": met(figure, scale, value, ratio) or None,
-            "cpu_exporter_s": statistics.median(c[0] for c in cpu) if cpu else None,
-            "cpu_api_server_s": statistics.median(c[1] for c in cpu) if cpu else None,
-        }
-    info = {key: statistics.median(run.info[key] for run in runs) for key in runs[0].info}
-    objects = int(runs[0].info.get("objects", 0))
-    report = {"scale": scale, "size": asdict(ClusterSize().scaled(scale)), "info": info,
-              "figures": figures, "objects": objects}  # fmt: skip
-    if objects and all("ksm_steady_scrape" in run.values for run in runs):
-        report["ksm"] = ksm.side_by_side(runs, objects)
-    return report
-
-
-def print_table(rows: list[list[str]]) -> None:
-    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
-    for number, row in enumerate(rows):
-        print(
-            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        )
-        if number == 0:
-            print("  ".join("-" * width for width in widths))
-
-
-def print_scale(report: dict[str, Any]) -> None:
-    size, info = report["size"], report["info"]
-    print(
-        f"\n## scale {report['scale']:g}: {size['nodes']} nodes, {size['services']} Services, "
-        f"{size['endpoints']} endpoints; LIST {info['list_bytes'] / 1e6:.1f} MB in "
-        f"{info['list_pages']:.0f} pages; /metrics {info['scrape_bytes'] / 1e6:.2f} MB, "
-        f"{info['samples']:.0f} samples; {info['changes']:.0f} changes, "
-        f"{info['affected_services']:.0f} Services moved by a resize; snapshot "
-        f"{info['snapshot_bytes'] / 1e6:.1f} MB\n"
-    )
-    rows = [["measure", "median [min-max]", "reference median [min-max]", "ratio", "target",
-             "met?", "CPU s exporter / API server"]]  # fmt: skip
-    figures = report["figures"]
-    for figure in FIGURES:
-        if figure.is_reference:
-            continue  # printed beside the measures that use it
-        data = figures[figure.key]
-        value = Summary(data["median"], data["min"], data["max"]).text(figure.unit)
-        reference = ratio = ""
-        if figure.reference:
-            ref = figures[figure.reference]
-            reference_figure = FIGURE[figure.reference]
-            reference = f"{reference_figure.title.strip().removeprefix('ref: ')}: " + Summary(
-                ref["median"], ref["min"], ref["max"]
-            ).text(reference_figure.unit)
-            if data["ratio"]:
-                r = data["ratio"]
-                faster = " faster" if figure.ratio_kind == "faster" else ""
-                ratio = f"{r['median']:.2f}x{faster} [{r['low']:.2f}-{r['high']:.2f}]"
-        cpu = ""
-        if data["cpu_exporter_s"] is not None:
-            cpu = f"{data['cpu_exporter_s']:.2f} / {data['cpu_api_server_s']:.2f}"
-        title = figure.title + (" *" if figure.stops_short else "")
-        rows.append([title, value, reference, ratio, figure.target, data["met"] or "", cpu])
-    print_table(rows)
-    if "ksm" in report:
-        print(
-            f"\n### beside kube-state-metrics (--resources={ksm.RESOURCES}, same API server, "
-            f"same run; {report['objects']:,} objects)\n"
-        )
-        print_table(ksm.table_rows(report["ksm"]))
-
-
-def growth_report(reports: list[dict[str, Any]]) -> dict[str, Any]:
-    """Each figure's growth from the smallest scale, against the cluster's growth."""
-    base = reports[0]
-    growth: dict[str, Any] = {}
-    for figure in FIGURES:
-        first = base["figures"][figure.key]["median"]
-        entries = []
-        for report in reports:
-            cluster = report["scale"] / base["scale"]
-            value = report["figures"][figure.key]["median"]
-            # A figure of 0 at the smallest scale (CPU time below the clock's tick at a tiny
-            # scale) has no growth factor: None, shown as "-".
-            factor = value / first if first and value is not None else None
-            worse = factor is not None and factor > cluster * GROWTH_TOLERANCE
-            entries.append({"scale": report["scale"], "growth": factor, "cluster_growth": cluster,
-                            "worse_than_linear": worse})  # fmt: skip
-        growth[figure.key] = entries
-    return growth
-
-
-def print_growth(reports: list[dict[str, Any]], growth: dict[str, Any]) -> None:
-    scales = [report["scale"] for report in reports]
-    print(
-        f"\n## growth from scale {scales[0]:g} (figure's median / its median at {scales[0]:g}; "
-        f"cluster grows {', '.join(f'{s / scales[0]:g}x' for s in scales)}; ! = worse than "
-        f"linear by more than {GROWTH_TOLERANCE:g}x)\n"
-    )
-    rows = [["figure", *(f"{scale:g}x" for scale in scales), "linear or better?"]]
-    for figure in FIGURES:
-        entries = growth[figure.key]
-        cells = [
-            "-"
-            if entry["growth"] is None
-            else f"{entry['growth']:.2f}" + ("!" if entry["worse_than_linear"] else "")
-            for entry in entries
-        ]
-        worse = [f"{e['scale']:g}x" for e in entries if e["worse_than_linear"]]
-        rows.append([figure.title.strip(), *cells, f"NO at {', '.join(worse)}" if worse else "yes"])
-    print_table(rows)
-
-
-def print_definitions() -> None:
-    print("## what each figure measures (* = stops short of a scrape)\n")
-    for figure in FIGURES:
-        star = " *" if figure.stops_short else ""
-        print(f"- {figure.title.strip()}{star}: {figure.definition}.")
 
 
 def cpu_model() -> str:

@@ -80,6 +80,9 @@ IMAGES = (
 
 @dataclass(frozen=True)
 class ClusterSize:
+    """The shape of a benchmark cluster: how many nodes, Services, endpoints and namespaces, and
+    the seed that draws them."""
+
     nodes: int = 5000
     services: int = 10000
     endpoints: int = 150000
@@ -266,6 +269,9 @@ def node(index: int, *, cpu: str | None = None) -> Obj:
 
 @dataclass(frozen=True)
 class ServicePlan:
+    """One Service of a benchmark cluster, planned before its objects are made: its routing
+    setting and endpoint count."""
+
     namespace: str
     name: str
     kind: str  # "auto", "prefer-close", "prefer-same-zone", "none"

@@ -41,7 +41,9 @@ from exporter.state.store import ClusterStore  # noqa: E402
 
 
 @dataclass(frozen=True, slots=True)
-class Figure:
+class RenderTiming:
+    """One render measured over the runs: its name and the CPU seconds of each run."""
+
     name: str
     runs: tuple[float, ...]  # seconds
 
@@ -51,14 +53,16 @@ class Figure:
 
 
 @dataclass
-class Cluster:
+class MeasuredExporter:
+    """The in-process exporter render.py measures: store, evaluator, and the objects it changes."""
+
     store: ClusterStore
     evaluator: Evaluator
     slices: list[EndpointSlice]
     nodes: list[Node]
 
 
-def build(size: ClusterSize) -> Cluster:
+def build(size: ClusterSize) -> MeasuredExporter:
     """The synthetic cluster, loaded into a store and evaluated once."""
     document = {"apiVersion": "v1", "kind": "List", "items": list(cluster_objects(size))}
     snapshot = parse_snapshot("bench", orjson.dumps(document))
@@ -66,7 +70,7 @@ def build(size: ClusterSize) -> Cluster:
     snapshot.write_to(store)
     evaluator = Evaluator(store, clock=time.time)
     evaluator.step()
-    return Cluster(store, evaluator, list(snapshot.endpoint_slices), list(snapshot.nodes))
+    return MeasuredExporter(store, evaluator, list(snapshot.endpoint_slices), list(snapshot.nodes))
 
 
 def _timed(action: Callable[[], object]) -> float:
@@ -75,7 +79,7 @@ def _timed(action: Callable[[], object]) -> float:
     return time.process_time() - started
 
 
-def _one_service_changes(cluster: Cluster) -> Iterator[None]:
+def _one_service_changes(cluster: MeasuredExporter) -> Iterator[None]:
     """Each step drops one endpoint of the next sizeable slice (a real re-evaluation)."""
     candidates = [s for s in cluster.slices if len(s.endpoints) > 3]
     for slice_ in candidates:
@@ -84,7 +88,7 @@ def _one_service_changes(cluster: Cluster) -> Iterator[None]:
         yield None
 
 
-def _node_changes(cluster: Cluster) -> Iterator[None]:
+def _node_changes(cluster: MeasuredExporter) -> Iterator[None]:
     """Each step adds a Ready node to the first zone, then removes it: the Ready node set
     changes (and CPU shares with it), so every Service is evaluated again."""
     template = cluster.nodes[0]
@@ -98,7 +102,7 @@ def _node_changes(cluster: Cluster) -> Iterator[None]:
         yield None
 
 
-def _cpu_changes(cluster: Cluster) -> Iterator[None]:
+def _cpu_changes(cluster: MeasuredExporter) -> Iterator[None]:
     """Each step moves CPU shares only: one node's allocatable CPU up, then back (the
     Ready node set stays the same)."""
     node = cluster.nodes[0]
@@ -110,7 +114,7 @@ def _cpu_changes(cluster: Cluster) -> Iterator[None]:
             yield None
 
 
-def measure(cluster: Cluster, runs: int = 3) -> list[Figure]:
+def measure(cluster: MeasuredExporter, runs: int = 3) -> list[RenderTiming]:
     """The render figures, each over `runs` runs, with generate_latest as the reference."""
     evaluator = cluster.evaluator
     registry = CollectorRegistry(auto_describe=False)
@@ -164,16 +168,16 @@ def measure(cluster: Cluster, runs: int = 3) -> list[Figure]:
         f" {len(gzip.compress(joined, 1)) / 1e6:.2f} MB"
     )
     return [
-        Figure("generate_latest (reference)", reference),
-        Figure("first render (uncached)", tuple(first)),
-        Figure("unchanged render", tuple(unchanged)),
-        Figure("render after a one-Service change", tuple(one_service)),
-        Figure("render after a node is added or removed", tuple(node_change)),
-        Figure("render after a CPU-share node change", tuple(cpu_change)),
-        Figure("first gzip (after a text render)", tuple(first_gzip)),
-        Figure("unchanged gzip", unchanged_gzip),
-        Figure("gzip after a one-Service change", tuple(one_service_gzip)),
-        Figure("gzip.compress of the whole body (reference)", single_gzip),
+        RenderTiming("generate_latest (reference)", reference),
+        RenderTiming("first render (uncached)", tuple(first)),
+        RenderTiming("unchanged render", tuple(unchanged)),
+        RenderTiming("render after a one-Service change", tuple(one_service)),
+        RenderTiming("render after a node is added or removed", tuple(node_change)),
+        RenderTiming("render after a CPU-share node change", tuple(cpu_change)),
+        RenderTiming("first gzip (after a text render)", tuple(first_gzip)),
+        RenderTiming("unchanged gzip", unchanged_gzip),
+        RenderTiming("gzip after a one-Service change", tuple(one_service_gzip)),
+        RenderTiming("gzip.compress of the whole body (reference)", single_gzip),
     ]
 
 

@@ -11,14 +11,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal, get_args
+from typing import Literal, NewType, get_args
 
 # A Service: (namespace, name).
 ServiceKey = tuple[str, str]
-# One entry of a Service, one per address type: (namespace, name, address type).
-EntryKey = tuple[str, str, str]
+# Any namespaced object (an EndpointSlice in the store, every kind in the test API server):
+# (namespace, name).
+ObjectKey = NewType("ObjectKey", tuple[str, str])
+# One entry of a Service, one per address type: (namespace, name, address type). A NewType,
+# as EventKey: both are three strings, and mypy must tell an address type from a reason.
+EntryKey = NewType("EntryKey", tuple[str, str, str])
 # The latest controller event of a Service by reason: (namespace, name, reason).
-EventKey = tuple[str, str, str]
+EventKey = NewType("EventKey", tuple[str, str, str])
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,7 @@
         "rules": [
           {
             "record": "topology_hints:services_by_traffic_distribution:count",
-            "expr": "count by (" + $._config.clusterLabel + ", traffic_distribution) (\n  max by (" + $._config.clusterLabel + ", namespace, service, traffic_distribution) (topology_hints_service_info{" + $._config.topologyHintsExporterSelector + ", mechanism=\"traffic-distribution\"})\n)\n",
+            "expr": "count by (" + $._config.clusterLabel + ", traffic_distribution) (\n  max by (" + $._config.clusterLabel + ", namespace, service, traffic_distribution) (topology_hints_service_info{" + $._config.topologyHintsExporterSelector + ", mechanism=\"traffic-distribution\", controller_synced=\"true\"})\n)\n",
           },
         ],
       },

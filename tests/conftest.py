@@ -46,5 +46,13 @@ def require_binary(name: str) -> str:
     return path
 
 
-# The Kubernetes-compatible test API server's fixtures (kube_api, kubeconfig).
-pytest_plugins = ["tests.kubeapi.fixtures"]
+# The Kubernetes-compatible test API server's fixtures (kube_api, kubeconfig), and the
+# `server` mark with the guard that keeps `make check` free of servers.
+pytest_plugins = ["tests.kubeapi.fixtures", "tests.quick"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that start a server are marked `server` (`make check` leaves them out)."""
+    from tests.quick import mark_servers  # noqa: PLC0415  (a plugin: imported by pytest first)
+
+    mark_servers(items)

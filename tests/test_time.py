@@ -8,7 +8,8 @@ from freezegun import freeze_time
 
 from exporter.metrics.instruments import StatusCollector
 from exporter.pipeline.evaluator import Evaluator
-from exporter.sources.decode import RawEvent, controller_event_from_raw
+from exporter.sources.controller_events import controller_event_from_raw
+from exporter.sources.decode import RawEvent
 from exporter.sources.retry import Backoff
 from exporter.state.store import ClusterStore
 from tests.k8s_objects import event

@@ -24,6 +24,9 @@ OVERLOAD_LIMIT = 1 + OVERLOAD_THRESHOLD
 
 @dataclass(frozen=True, slots=True)
 class Allocation:
+    """One zone's share of an entry's endpoints under `auto`: the fewest and most it may be
+    hinted, and its CPU-proportional share (never below the minimum)."""
+
     minimum: int
     desired: float
     maximum: int
@@ -31,6 +34,9 @@ class Allocation:
 
 @dataclass(frozen=True, slots=True)
 class AllocationResult:
+    """The controller's allocation for one entry: each zone's, or the reason it refuses to hint
+    (then no zone has one)."""
+
     reason: DisableReason | None
     # Per zone; empty when refused.
     allocations: Mapping[str, Allocation]
@@ -42,6 +48,9 @@ class AllocationResult:
 
 @dataclass(frozen=True, slots=True)
 class NearestFeasible:
+    """The closest endpoint counts below and above today's at which `auto` would hint (None:
+    there is none, or node info is insufficient)."""
+
     below: int | None
     above: int | None
 

@@ -15,18 +15,25 @@ _EMPTY: Mapping[str, float] = MappingProxyType({})
 
 
 class MissingInfo(StrEnum):
+    """What a node lacks for the controller to count it: a zone label or allocatable CPU."""
+
     ZONE = "zone"
     CPU = "cpu"
 
 
 @dataclass(frozen=True, slots=True)
 class NodeProblem:
+    """One Ready node the controller cannot count, and what it lacks."""
+
     node: str
     missing: MissingInfo
 
 
 @dataclass(frozen=True, slots=True)
 class ClusterCapacity:
+    """The cluster as the controller's topology cache sees it: whether node info suffices, each
+    zone's share of allocatable CPU, and every node that spoils it."""
+
     sufficient: bool
     # Empty whenever node info is insufficient: the controller drops its ratios then.
     zone_ratios: Mapping[str, float] = field(default_factory=lambda: _EMPTY)

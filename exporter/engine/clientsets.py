@@ -32,6 +32,7 @@ class Given:
         "_endpoints",
         "_entry",
         "_fallback",
+        "fallback",
         "usable",
     )
 
@@ -48,6 +49,13 @@ class Given:
         self._entry = DATA_PLANES[dataplane]
         self._endpoints = endpoints
         self.usable = usable_endpoints(dataplane, endpoints)
+        # No usable endpoint anywhere: what `cluster` gives instead where the data plane
+        # falls back (kube-proxy: every serving terminating endpoint); empty otherwise.
+        self.fallback: tuple[Endpoint, ...] = (
+            tuple(e for e in endpoints.unique if serving_terminating(e))
+            if not self.usable and self._entry.no_ready_fallback
+            else _NO_ENDPOINTS
+        )
         cluster = self._entry.cluster
         self._cluster = cluster(endpoints) if cluster is not None else None
         self._by_node: dict[str, list[Endpoint]] | None = None
@@ -61,7 +69,7 @@ class Given:
         `node` matters only for `same-node` and `local`; without it they give nothing.
         """
         if routing is Routing.CLUSTER:
-            return self.usable if self._cluster is None else self._cluster(zone)
+            return self.fallback or self.usable if self._cluster is None else self._cluster(zone)
         if routing is Routing.SAME_ZONE:
             return self._zone_sets().get(zone, _NO_ENDPOINTS)
         if routing is Routing.LOCAL:

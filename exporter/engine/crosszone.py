@@ -311,6 +311,7 @@ class CrossZones:
             tuple(view.by_zone),
             routings,
             _profile(given.usable),
+            _profile(given.fallback),
         )
         try:
             return self._memo[key]

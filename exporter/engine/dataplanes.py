@@ -43,6 +43,7 @@ from exporter.engine.routing import (
     node_local,
     node_names,
     routing_view,
+    serving_terminating,
     topology_mode_is_auto,
     uniform,
 )
@@ -66,9 +67,9 @@ def _same_node_on(node_names: frozenset[str]) -> list[tuple[str, Routing]]:
 
 def zone_hints_followed(hints: HintSets, zone: str) -> ZoneRouting:
     """`same-zone` only if every endpoint has a zone hint and one names the zone."""
-    problem = hints.zone_hint_problem
-    if problem is not None:
-        return problem
+    fallback = hints.zone_hint_fallback
+    if fallback is not None:
+        return fallback
     if zone in hints.zones:
         return SAME_ZONE
     return _no_hint_for(zone)
@@ -103,7 +104,7 @@ def kube_proxy_rule(behaviour: KubeProxyBehaviour) -> Rule:
 
         def zone_rule(zone: str) -> ZoneRouting:
             if zone == "":
-                return ready.zone_hint_problem or NO_ZONE_LABEL
+                return ready.zone_hint_fallback or NO_ZONE_LABEL
             return zone_hints_followed(ready, zone)
 
         return routing_view(nodes, zone_rule, same_node)
@@ -374,6 +375,9 @@ class NodeSet(Enum):
 
 @dataclass(frozen=True, slots=True)
 class DataPlaneRule:
+    """How one data plane picks endpoints (behaviour §10 and §13): its rule, what a Service needs
+    for it to look at topology, and which endpoints it counts."""
+
     rule: Rule
     # What it is, in a few words (explain, docs).
     title: str
@@ -385,6 +389,10 @@ class DataPlaneRule:
     # Under that policy, a node without a usable local endpoint falls back to its serving
     # terminating ones (kube-proxy's ProxyTerminatingEndpoints; Cilium and Calico alike).
     local_terminating_fallback: bool = True
+    # With no ready endpoint anywhere, the serving terminating ones are used: cluster traffic
+    # goes to all of them and, under internalTrafficPolicy Local, a node uses its own
+    # (kube-proxy's CategorizeEndpoints, pkg/proxy/topology.go; seen in its rules).
+    no_ready_fallback: bool = False
     # The endpoints the rule counts as usable (section 10's R), when not the ready ones.
     usable: Callable[[ServiceEndpoints], tuple[Endpoint, ...]] | None = None
     # Section 13: what `same-zone` and `same-node` give a client, and the set a `mixed`
@@ -403,13 +411,18 @@ _HINTS_ANNOTATION = (
 DATA_PLANES: Mapping[DataPlane, DataPlaneRule] = MappingProxyType(
     {
         DataPlane.KUBE_PROXY: DataPlaneRule(
-            kube_proxy, "kube-proxy of the Kubernetes profile (1.34 and later by default)"
+            kube_proxy,
+            "kube-proxy of the Kubernetes profile (1.34 and later by default)",
+            no_ready_fallback=True,
         ),
         DataPlane.KUBE_PROXY_1_29: DataPlaneRule(
-            kube_proxy_1_29, "kube-proxy up to 1.29", needs=_HINTS_ANNOTATION
+            kube_proxy_1_29,
+            "kube-proxy up to 1.29",
+            needs=_HINTS_ANNOTATION,
+            no_ready_fallback=True,
         ),
         DataPlane.KUBE_PROXY_1_33: DataPlaneRule(
-            kube_proxy_1_33, "kube-proxy 1.31-1.33 (no node hints)"
+            kube_proxy_1_33, "kube-proxy 1.31-1.33 (no node hints)", no_ready_fallback=True
         ),
         DataPlane.CILIUM: DataPlaneRule(
             cilium,
@@ -476,9 +489,12 @@ def route(
     if not endpoints.routed or not nodes.by_zone:
         return NO_ROUTING
     entry = DATA_PLANES[dataplane]
-    if not endpoints.ready.endpoints:
+    local_policy = (
+        entry.reads_internal_traffic_policy and endpoints.service.internal_traffic_policy == "Local"
+    )
+    if not endpoints.ready.endpoints and not (local_policy and falls_back(entry, endpoints)):
         return routing_view(nodes, uniform(NO_READY_ENDPOINTS))
-    if entry.reads_internal_traffic_policy and endpoints.service.internal_traffic_policy == "Local":
+    if local_policy:
         return local_policy_view(nodes, local_nodes(entry, endpoints))
     if dataplane is DataPlane.KUBE_PROXY:
         return kube_proxy_rule(kube_proxy)(endpoints, nodes)
@@ -490,6 +506,16 @@ def local_nodes(entry: DataPlaneRule, endpoints: ServiceEndpoints) -> frozenset[
     usable = entry.usable(endpoints) if entry.usable is not None else endpoints.ready.endpoints
     return node_local(
         usable, endpoints.unique, terminating_fallback=entry.local_terminating_fallback
+    )
+
+
+def falls_back(entry: DataPlaneRule, endpoints: ServiceEndpoints) -> bool:
+    """No ready endpoint, and the data plane uses the serving terminating ones instead
+    (`no_ready_fallback`): there are some."""
+    return (
+        entry.no_ready_fallback
+        and not endpoints.ready.endpoints
+        and any(serving_terminating(endpoint) for endpoint in endpoints.unique)
     )
 
 

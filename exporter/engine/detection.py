@@ -33,6 +33,9 @@ _VERSION = re.compile(r"^v?([0-9]{1,6})\.([0-9]{1,6})(?:\.([0-9]{1,6}))?", re.AS
 
 @dataclass(frozen=True, slots=True)
 class DaemonSetFacts:
+    """What detection reads from one data plane's DaemonSet: its images (the version is in their
+    tags) and its literal environment variables."""
+
     # The images of its pod template's containers, as written.
     images: tuple[str, ...] = ()
     # Environment variables with a literal value, over its containers.
@@ -51,6 +54,9 @@ class DaemonSetFacts:
 
 @dataclass(frozen=True, slots=True)
 class DataPlaneFacts:
+    """Everything data-plane detection reads from kube-system: the DaemonSets that exist and
+    cilium-config's data."""
+
     # DaemonSet name -> what it says; only the DaemonSets that exist.
     daemonsets: Mapping[str, DaemonSetFacts]
     # cilium-config's data; None when the ConfigMap does not exist.

@@ -29,6 +29,7 @@ from exporter.engine.routing import (
     RoutingView,
     ServiceEndpoints,
 )
+from exporter.vocabulary import EntryKey
 
 # ExpectedState and ZoneVerdict (exporter.engine.judgement) are part of a verdict, and the
 # context module's ready_nodes and DEFAULT_DATAPLANES part of evaluating: named here too.
@@ -51,6 +52,9 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class EntryVerdict:
+    """The verdict on one entry, a Service's address type: whether the controller should hint it
+    and why, the hints observed against that, and how each data plane routes it."""
+
     service: Service
     address_type: str
     mechanism: Mechanism
@@ -83,8 +87,8 @@ class EntryVerdict:
     )
 
     @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.service.namespace, self.service.name, self.address_type)
+    def key(self) -> EntryKey:
+        return EntryKey((self.service.namespace, self.service.name, self.address_type))
 
     @property
     def proxied(self) -> bool:

@@ -11,6 +11,8 @@ from exporter.engine.model import Endpoint
 
 
 class DriftKind(StrEnum):
+    """A way the hints in place disagree with what the controller should have written."""
+
     HINTS_MISSING = "hints-missing"
     UNEXPECTED_HINTS = "unexpected-hints"
     ZONE_OUT_OF_RANGE = "zone-out-of-range"

@@ -22,6 +22,9 @@ from exporter.engine.redistribution import settled_hints
 
 
 class ExpectedState(StrEnum):
+    """Whether the EndpointSlice controller should be writing hints for an entry; not-applicable
+    when the Service asks for none."""
+
     ENABLED = "enabled"
     DISABLED = "disabled"
     NOT_APPLICABLE = "not-applicable"
@@ -29,6 +32,9 @@ class ExpectedState(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ZoneVerdict:
+    """One zone of an entry: its CPU ratio, the endpoints `auto` should allot it, the endpoints
+    hinted for it, and the load that puts on it."""
+
     ratio: float | None
     # Set only for `auto` when enabled.
     minimum: int | None

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
 
-from exporter.engine.dataplanes import DATA_PLANES, local_nodes, route
+from exporter.engine.dataplanes import DATA_PLANES, falls_back, local_nodes, route
 from exporter.engine.model import EndpointSlice, Service
 from exporter.engine.profile import NEWEST_KUBE_PROXY, KubeProxyBehaviour
 from exporter.engine.routing import (
@@ -42,6 +42,8 @@ __all__ = [
 
 
 class ProxyMode(StrEnum):
+    """kube-proxy's routing for a node in behaviour §5's words (the mode names explain shows)."""
+
     PREFER_SAME_NODE = "PreferSameNode"
     PREFER_SAME_ZONE = "PreferSameZone"
     CLUSTER = "Cluster"
@@ -60,6 +62,9 @@ _MODE_OF_ROUTING = MappingProxyType(
 
 @dataclass(frozen=True, slots=True)
 class ProxyView:
+    """kube-proxy's routing of one entry: the mode of each zone's nodes, and the nodes a node
+    hint keeps on themselves."""
+
     # Mode of the zone's nodes that match no node hint. Empty for unproxied Services.
     by_zone: Mapping[str, ProxyMode]
     # Nodes in PreferSameNode, sorted.
@@ -110,7 +115,7 @@ class KubeProxyRoutes:
 
     For a routed entry (proxied Service, IP address type) the rule and its preamble read
     only: whether a ready endpoint exists, internalTrafficPolicy Local (and then only the
-    nodes that have a node-local endpoint), the zone-hint problem (which names the first
+    nodes that have a node-local endpoint), the zone-hint fallback (which names the first
     unhinted endpoint), the zones hinted and, when every ready endpoint has a node hint,
     the nodes hinted. Entries with equal answers get the
     same routing, so thousands of Services of one shape share one view, computed once.
@@ -167,15 +172,15 @@ class KubeProxyRoutes:
             # kube-proxy reads no slice and no not-ready endpoint: the ready ones suffice
             # (what-if's converged state has no terminating endpoint to fall back to).
             endpoints = ServiceEndpoints(service, address_type, (), ready.endpoints, ready)
-        if not ready.endpoints:
+        if local_policy and (ready.endpoints or falls_back(_KUBE_PROXY, endpoints)):
+            key = ("internal-traffic-policy-local", local_nodes(_KUBE_PROXY, endpoints))
+        elif not ready.endpoints:
             # The mode names the policy even then (section 5), so it is part of the key.
             key = ("no-ready-endpoints", local_policy)
-        elif local_policy:
-            key = ("internal-traffic-policy-local", local_nodes(_KUBE_PROXY, endpoints))
         else:
             behaviour = self._behaviour
             key = (
-                ready.zone_hint_problem,
+                ready.zone_hint_fallback,
                 ready.zones,
                 ready.nodes if ready.every_node_hinted and behaviour.reads_node_hints else None,
                 behaviour.needs_annotation and hints_annotation_asks(service),

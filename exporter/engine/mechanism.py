@@ -9,12 +9,17 @@ from exporter.engine.profile import ASSUMED, KNOWN_TRAFFIC_DISTRIBUTIONS, Profil
 
 
 class Mechanism(StrEnum):
+    """Which setting asks for topology-aware routing: the `auto` annotation, trafficDistribution,
+    or neither."""
+
     AUTO = "auto"
     TRAFFIC_DISTRIBUTION = "traffic-distribution"
     NONE = "none"
 
 
 class ConfigIssue(StrEnum):
+    """A Service setting that does not do what it seems to, each with the change that fixes it."""
+
     ANNOTATION_SHADOWS_TRAFFIC_DISTRIBUTION = "annotation-shadows-traffic-distribution"
     DEPRECATED_ANNOTATION_SHADOWS_TOPOLOGY_MODE = "deprecated-annotation-shadows-topology-mode"
     UNKNOWN_ANNOTATION_VALUE = "unknown-annotation-value"

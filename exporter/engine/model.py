@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+from exporter.vocabulary import ServiceKey
+
 ZONE_LABEL = "topology.kubernetes.io/zone"
 CONTROL_PLANE_LABELS = (
     "node-role.kubernetes.io/control-plane",
@@ -25,6 +27,8 @@ ISTIO_TRAFFIC_DISTRIBUTION_ANNOTATION = "networking.istio.io/traffic-distributio
 
 @dataclass(frozen=True, slots=True)
 class Node:
+    """A Node as the rules read it: name, zone, allocatable CPU, readiness and role."""
+
     name: str
     # None when the zone label is absent, "" when it is present but empty.
     zone: str | None
@@ -36,6 +40,9 @@ class Node:
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
+    """One endpoint of a slice, its conditions kept as written (None where absent): each data
+    plane reads absent values differently."""
+
     # addresses[0]: kube-proxy deduplicates on it. None if the endpoint lists no address.
     address: str | None
     # conditions.ready as written: the controller wants True, kube-proxy only rejects False.
@@ -53,6 +60,9 @@ class Endpoint:
 
 @dataclass(frozen=True, slots=True)
 class EndpointSlice:
+    """An EndpointSlice as the rules read it: its Service, address type, whether the controller
+    manages it, and its endpoints."""
+
     namespace: str
     name: str
     # kubernetes.io/service-name label; None for slices that belong to no Service.
@@ -65,6 +75,9 @@ class EndpointSlice:
 
 @dataclass(frozen=True, slots=True)
 class Service:
+    """A Service as the rules read it: the annotations and spec fields that ask for topology and
+    those that decide which data planes route it."""
+
     namespace: str
     name: str
     # The two annotation values the controller reads; None when the key is absent.
@@ -77,12 +90,20 @@ class Service:
     cluster_ip: str | None
     # The networking.istio.io/traffic-distribution annotation; None when absent.
     istio_traffic_distribution: str | None = None
+    # spec.selector is set (and not empty): the EndpointSlice controller makes its slices.
+    selects: bool = True
 
     @property
-    def key(self) -> tuple[str, str]:
+    def key(self) -> ServiceKey:
         return (self.namespace, self.name)
 
     @property
     def proxied(self) -> bool:
         """kube-proxy programs neither headless nor ExternalName Services."""
         return self.type != "ExternalName" and self.cluster_ip != "None"
+
+    @property
+    def controller_synced(self) -> bool:
+        """The EndpointSlice controller syncs it: it has a selector and is not ExternalName
+        (syncService returns early otherwise; its slices, if any, are made out of band)."""
+        return self.type != "ExternalName" and self.selects

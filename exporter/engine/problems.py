@@ -57,6 +57,9 @@ class Severity(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Problem:
+    """One row of the problem table: its id, words, meaning, severity and alert (the single
+    definition every surface reads)."""
+
     id: ProblemId
     # A few words for lists, filters and summary lines.
     words: str

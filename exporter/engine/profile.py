@@ -219,6 +219,9 @@ KUBE_PROXY_1_29 = kube_proxy_behaviour(Component(29, Source.FLAG))
 
 @dataclass(frozen=True, slots=True)
 class Profile:
+    """The Kubernetes the verdicts are computed under (behaviour §12): the control plane's and
+    kube-proxy's versions and gates, and what they accept."""
+
     control_plane: Component
     kube_proxy: Component
 

@@ -48,6 +48,9 @@ class ReadyNodes:
 
 
 class Routing(StrEnum):
+    """Where one client's traffic to an entry can go (behaviour §10), from its own node out to the
+    whole cluster, or nowhere."""
+
     SAME_NODE = "same-node"
     SAME_ZONE = "same-zone"
     CLUSTER = "cluster"
@@ -94,6 +97,8 @@ class Cause(StrEnum):
 
 
 class DataPlane(StrEnum):
+    """A data plane whose routing the exporter models, a version apart where its rules differ."""
+
     KUBE_PROXY = "kube-proxy"
     KUBE_PROXY_1_29 = "kube-proxy-1.29"
     # behaviour §12: zone hints without an annotation, never node hints (1.31-1.33).
@@ -110,6 +115,8 @@ class DataPlane(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ZoneRouting:
+    """One zone's routing under a data plane, with the cause of it."""
+
     routing: Routing
     cause: Cause
     # The endpoint the cause is about (an unhinted one), when the cause names one.
@@ -217,7 +224,7 @@ class HintSets:
     first_zone_unhinted: Endpoint | None
     every_node_hinted: bool
     # `cluster` and why, when some endpoint lacks a zone hint; None when all have one.
-    zone_hint_problem: ZoneRouting | None
+    zone_hint_fallback: ZoneRouting | None
 
     @classmethod
     def of(cls, endpoints: Sequence[Endpoint]) -> HintSets:
@@ -250,9 +257,9 @@ class HintSets:
         every_node_hinted: bool,
     ) -> HintSets:
         """From the figures `of` computes, gathered by a caller's own pass."""
-        problem = None
+        fallback = None
         if first_zone_unhinted is not None:
-            problem = (
+            fallback = (
                 ZoneRouting(Routing.CLUSTER, Cause.UNHINTED_ENDPOINT, first_zone_unhinted)
                 if zones
                 else ZoneRouting(Routing.CLUSTER, Cause.NO_HINTS)
@@ -264,7 +271,7 @@ class HintSets:
             nodes=frozenset(nodes) if nodes else NO_NAMES,
             first_zone_unhinted=first_zone_unhinted,
             every_node_hinted=every_node_hinted,
-            zone_hint_problem=problem,
+            zone_hint_fallback=fallback,
         )
 
 

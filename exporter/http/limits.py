@@ -7,6 +7,9 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class HttpLimits:
+    """Bounds on the HTTP server's connections, workers, request sizes and timeouts: what a slow
+    or hostile client can hold."""
+
     max_connections: int = 1000
     workers: int = 4
     probe_workers: int = 2

@@ -24,6 +24,8 @@ READ_SIZE = 64 * 1024
 
 @dataclass(frozen=True, slots=True)
 class Request:
+    """A whole request as read off a connection: h11's head and the body."""
+
     head: h11.Request
     body: bytes
 

@@ -12,6 +12,8 @@ WRITE_BATCH = 64 * 1024
 
 @dataclass(frozen=True, slots=True)
 class Response:
+    """What the app answers: status, headers and the body's chunks, written as they are."""
+
     status: int
     headers: list[tuple[bytes, bytes]]
     # The body as the app returned it, in chunks written in order, never joined: /metrics

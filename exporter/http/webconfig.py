@@ -96,6 +96,8 @@ _UNSUPPORTED_TOP_KEYS = frozenset({"rate_limit"})
 
 @dataclass(frozen=True, slots=True)
 class TlsSettings:
+    """The TLS half of an exporter-toolkit web config: certificate, key, client CA and versions."""
+
     cert_file: str
     key_file: str
     client_ca_file: str | None = None
@@ -136,6 +138,9 @@ class TlsSettings:
 
 @dataclass(frozen=True, slots=True)
 class WebConfig:
+    """A parsed --web.config.file (exporter-toolkit's format): TLS, basic-auth users and extra
+    response headers."""
+
     tls: TlsSettings | None = None
     # user -> bcrypt hash; empty: no authentication.
     basic_auth_users: Mapping[str, bytes] = field(default_factory=dict)

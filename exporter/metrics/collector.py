@@ -22,6 +22,9 @@ from exporter.state.result import ClusterResult
 
 @dataclass(frozen=True, slots=True)
 class ExportOptions:
+    """Which Services a scrape exports: all of them (--all-services), or the ones that ask for
+    topology, carry hints or have config issues."""
+
     # Export every Service, not only those that opted in, carry hints or have config issues.
     all_services: bool = False
 

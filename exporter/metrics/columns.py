@@ -129,7 +129,8 @@ class ServiceColumn:
 class Prepared:
     """A Service's identity labels, escaped once for all its lines."""
 
-    # ((namespace, service, address type), entry) per address type.
+    # ((namespace, service, address type), entry) per address type, as escaped label values
+    # (not an EntryKey: the values are escaped for the exposition).
     entries: list[tuple[tuple[str, str, str], ServiceEntry]]
     # ((namespace, service), result): the one subject of per-Service families.
     service: list[tuple[tuple[str, str], ServiceResult]]

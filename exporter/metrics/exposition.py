@@ -77,6 +77,8 @@ _MAX_REMEMBERED = 10_000
 
 
 class Format(Enum):
+    """The exposition format a scrape negotiated: Prometheus text or OpenMetrics."""
+
     TEXT = auto()
     OPENMETRICS = auto()
 

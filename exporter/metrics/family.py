@@ -27,6 +27,7 @@ from typing import Any, Protocol, TypeVar
 from exporter.engine import EntryVerdict, ReadyNodes
 from exporter.engine.whatif.forecast import NO_FORECAST, EntryForecast
 from exporter.state.result import ClusterResult, ServiceResult
+from exporter.vocabulary import EntryKey
 
 PREFIX = "topology_hints_"
 
@@ -36,6 +37,8 @@ _Contribution = TypeVar("_Contribution")
 
 
 class MetricType(StrEnum):
+    """A metric family's Prometheus type."""
+
     GAUGE = "gauge"
     COUNTER = "counter"
     HISTOGRAM = "histogram"
@@ -83,14 +86,14 @@ class ServiceSubject:
     nodes: ReadyNodes
 
     @functools.cached_property
-    def entries(self) -> tuple[tuple[tuple[str, str, str], ServiceEntry], ...]:
+    def entries(self) -> tuple[tuple[EntryKey, ServiceEntry], ...]:
         """(identity label values, entry) per address type."""
         return service_entries(self.result, self.nodes)
 
 
 def service_entries(
     result: ServiceResult, nodes: ReadyNodes
-) -> tuple[tuple[tuple[str, str, str], ServiceEntry], ...]:
+) -> tuple[tuple[EntryKey, ServiceEntry], ...]:
     """(identity label values, entry) per address type of one Service."""
     forecasts = result.forecasts or (NO_FORECAST,) * len(result.verdicts)
     return tuple(
@@ -179,6 +182,9 @@ class PerScrape:
 
 @dataclass(frozen=True, slots=True)
 class Family:
+    """One metric family defined once: name, type, help, labels and where its samples come from;
+    the renderer, the docs and the allow list all read it."""
+
     name: str
     type: MetricType
     scope: Scope

@@ -55,6 +55,9 @@ def _frozen(mapping: Mapping[_K, _V]) -> Mapping[_K, _V]:
 
 
 class Evaluator:
+    """Turns the store's changes into the next ClusterResult, re-judging only the Services a
+    change touched, and keeps what spans steps (flips, events, the change log)."""
+
     def __init__(
         self,
         store: ClusterStore,
@@ -312,6 +315,6 @@ class Evaluator:
                 )
             seen[event.uid] = max(before, event.count)
             if event.timestamp is not None:
-                key = (event.namespace, event.service, event.reason)
+                key = EventKey((event.namespace, event.service, event.reason))
                 self._last_event[key] = max(self._last_event.get(key, 0.0), event.timestamp)
         self._event_counts = seen

@@ -31,6 +31,9 @@ logger = structlog.get_logger("exporter.pipeline.transitions")
 
 @dataclass(frozen=True, slots=True)
 class Aspect:
+    """One thing about a verdict whose changes are logged (its expected state, its effective
+    routing): how to read its value, why it has it, and what it is computed from."""
+
     name: str
     event: str  # the log line's event text
     value: Callable[[EntryVerdict], str]

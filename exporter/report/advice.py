@@ -108,6 +108,8 @@ def margin_text(margin: Margin) -> str:
 
 
 class Advice(NamedTuple):
+    """One thing to do about an entry, with the command that does it when there is one."""
+
     text: str
     tone: Tone | None = None
     # A command that does it, printed on a line of its own so that it copies whole.

@@ -80,6 +80,9 @@ _ANSI = {Tone.GOOD: "32", Tone.BAD: "31", Tone.WARN: "33", Tone.BOLD: "1"}
 
 @dataclass(frozen=True, slots=True)
 class ExplainOptions:
+    """How `explain` lays its text out: colour, the kinds of object the input lacks, and the
+    zone-loss forecast to add."""
+
     color: bool = False
     # Kinds of object the input lacks ("Nodes", ...) -> why: then nothing is said that needs them.
     missing: Mapping[str, str] = dataclass_field(default_factory=dict)

@@ -36,6 +36,8 @@ DEFAULT_MAX_UNAVAILABLE = "25%"
 
 @dataclass(frozen=True, slots=True)
 class RolloutRequest:
+    """A rollout to check: the Service and its Deployment's maxSurge and maxUnavailable as given."""
+
     namespace: str
     name: str
     max_surge: str
@@ -44,6 +46,9 @@ class RolloutRequest:
 
 @dataclass(frozen=True, slots=True)
 class RolloutAnswer:
+    """The answer to a RolloutRequest: the entry's verdict, the surge and unavailability resolved
+    to counts, and the ready counts the rollout passes through at which hints are refused."""
+
     verdict: EntryVerdict
     max_surge: int
     max_unavailable: int

@@ -60,6 +60,8 @@ SHARD_FROM_POD_NAME = re.compile(r"-(\d+)$")
 
 @dataclass(frozen=True, slots=True)
 class ServeOptions:
+    """Everything `serve` was asked for on its command line, resolved to values."""
+
     listen_address: str = ":9808"
     snapshot: str | None = None
     max_input_bytes: int = DEFAULT_MAX_INPUT_BYTES
@@ -280,7 +282,7 @@ class Exporter:
         """
         now = time.time()
         troubled = [
-            describe_problem(informer.spec.resource, informer.problem, self._down_since, now)
+            describe_watch_failure(informer.spec.resource, informer.problem, self._down_since, now)
             for informer in self.informers
             if informer.problem is not None
         ]
@@ -315,7 +317,7 @@ class Exporter:
             synced = informer.synced.is_set()
             if informer.problem is not None:
                 # The same words as /readyz: never the library's text, hosts or URLs.
-                words = describe_problem(
+                words = describe_watch_failure(
                     informer.spec.resource, informer.problem, self._down_since, time.time()
                 ).removeprefix(f"- {informer.spec.resource}: ")
                 tone = "warn" if synced else "bad"
@@ -488,7 +490,9 @@ _HTTP_STATUS = re.compile(r"\bHTTP (\d{3})\b")
 _GROUPS = {"endpointslices": "discovery.k8s.io"}
 
 
-def describe_problem(resource: str, problem: str, down_since: dict[str, float], now: float) -> str:
+def describe_watch_failure(
+    resource: str, problem: str, down_since: dict[str, float], now: float
+) -> str:
     """One line for people about a resource the exporter cannot read.
 
     `problem` is the informer's own text (a library's exception string with hosts in it):

@@ -7,14 +7,13 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from exporter.engine import EndpointSlice, Node, Service
+from exporter.sources.controller_events import controller_event_from_raw, is_controller_event_json
 from exporter.sources.decode import (
     RawEndpointSlice,
     RawEvent,
     RawNode,
     RawService,
-    controller_event_from_raw,
     endpoint_slice_from_raw,
-    is_controller_event_json,
     node_from_raw,
     service_from_raw,
 )

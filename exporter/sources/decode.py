@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import sys
-from datetime import datetime
 from fractions import Fraction
 from typing import Annotated, Any, ClassVar, Generic, TypeVar
 
@@ -39,9 +38,7 @@ from exporter.engine.model import (
     Node,
     Service,
 )
-from exporter.engine.reasons import HINTS_DISABLED_EVENT, HINTS_ENABLED_EVENT
 from exporter.sources.quantity import parse_quantity
-from exporter.vocabulary import ControllerEvent
 
 _Item = TypeVar("_Item")
 _T = TypeVar("_T")
@@ -102,6 +99,8 @@ class _NodeStatus(msgspec.Struct, gc=False):
 
 
 class RawNode(msgspec.Struct, gc=False):
+    """The fields of a Node the decoder keeps from the API's JSON, bounded."""
+
     KIND: ClassVar[str] = "Node"
     metadata: _Meta
     status: _NodeStatus | None = None
@@ -113,9 +112,13 @@ class _ServiceSpec(msgspec.Struct, gc=False):
     clusterIP: Name | None = None  # noqa: N815
     trafficDistribution: Name | None = None  # noqa: N815
     internalTrafficPolicy: Name | None = None  # noqa: N815
+    # Only whether it selects anything is kept; its size is bounded by the object's.
+    selector: dict[str, str] | None = None
 
 
 class RawService(msgspec.Struct, gc=False):
+    """The fields of a Service the decoder keeps from the API's JSON, bounded."""
+
     KIND: ClassVar[str] = "Service"
     metadata: _Meta
     spec: _ServiceSpec
@@ -147,6 +150,8 @@ class _Endpoint(msgspec.Struct, gc=False):
 
 
 class RawEndpointSlice(msgspec.Struct, gc=False):
+    """The fields of an EndpointSlice the decoder keeps from the API's JSON, bounded."""
+
     KIND: ClassVar[str] = "EndpointSlice"
     metadata: _Meta
     addressType: Name  # noqa: N815
@@ -170,6 +175,8 @@ class _InvolvedObject(msgspec.Struct, gc=False):
 
 
 class RawEvent(msgspec.Struct, gc=False):
+    """The fields of a core/v1 Event the decoder keeps from the API's JSON, bounded."""
+
     KIND: ClassVar[str] = "Event"
     metadata: _EventObjectMeta
     involvedObject: _InvolvedObject  # noqa: N815
@@ -185,6 +192,8 @@ class RawEvent(msgspec.Struct, gc=False):
 
 
 class ListMeta(msgspec.Struct, gc=False):
+    """A LIST response's metadata: its resourceVersion and continue token."""
+
     resourceVersion: Name = ""  # noqa: N815
     # Continue tokens are opaque and longer than names; bounded all the same.
     continue_: _Text | None = msgspec.field(default=None, name="continue")
@@ -222,6 +231,8 @@ class ObjectMeta(msgspec.Struct, gc=False):
 
 
 class Status(msgspec.Struct, gc=False):
+    """A metav1.Status, as an API error body or a watch ERROR event carries it."""
+
     code: _Int32 = 0
     reason: Name = ""
     message: _Text = ""
@@ -408,6 +419,8 @@ def service_from_raw(raw: RawService) -> Service:
         type=raw.spec.type,
         cluster_ip=raw.spec.clusterIP,
         istio_traffic_distribution=annotations.get(ISTIO_TRAFFIC_DISTRIBUTION_ANNOTATION),
+        # The API server stores an empty selector as none (protobuf drops empty maps).
+        selects=bool(raw.spec.selector),
     )
 
 
@@ -530,68 +543,3 @@ def decode_service(item: Any) -> Service:
 
 def decode_endpoint_slice(item: Any) -> EndpointSlice:
     return endpoint_slice_from_raw(convert_raw("EndpointSlice", item, RawEndpointSlice))
-
-
-CONTROLLER_EVENT_REASONS = frozenset({HINTS_DISABLED_EVENT, HINTS_ENABLED_EVENT})
-
-
-def _unix_time(timestamp: str | None) -> float | None:
-    if not timestamp:
-        return None
-    try:
-        return datetime.fromisoformat(timestamp).timestamp()
-    except (ValueError, OverflowError):
-        return None
-
-
-class _InvolvedKind(msgspec.Struct, gc=False):
-    kind: str = ""
-
-
-class _EventRelevance(msgspec.Struct, gc=False):
-    # Unbounded: the strings are compared and dropped; the bounds are RawEvent's.
-    reason: str = ""
-    involvedObject: _InvolvedKind | None = None  # noqa: N815
-
-
-_EVENT_RELEVANCE = JsonDecoder(_EventRelevance)
-
-
-def is_controller_event_json(data: bytes | msgspec.Raw) -> bool:
-    """Whether an Event's JSON is a hint event on a Service, however invalid the rest is.
-
-    For an Event that fails to decode as a RawEvent: one of another reason is none of the
-    exporter's business and is skipped silently; only the events it reads can be invalid.
-    Undecodable JSON counts as relevant (nothing says otherwise).
-    """
-    try:
-        event = _EVENT_RELEVANCE.decode(data)
-    except msgspec.DecodeError:
-        return True
-    involved = event.involvedObject
-    return (
-        involved is not None
-        and involved.kind == "Service"
-        and event.reason in CONTROLLER_EVENT_REASONS
-    )
-
-
-def controller_event_from_raw(raw: RawEvent) -> ControllerEvent | None:
-    """The EndpointSlice controller's hint events on Services; None for any other event."""
-    involved = raw.involvedObject
-    if involved.kind != "Service" or raw.reason not in CONTROLLER_EVENT_REASONS:
-        return None
-    timestamp = (
-        _unix_time(raw.lastTimestamp)
-        or _unix_time(raw.eventTime)
-        or _unix_time(raw.firstTimestamp)
-        or _unix_time(raw.metadata.creationTimestamp)
-    )
-    return ControllerEvent(
-        uid=raw.metadata.uid or f"{raw.metadata.namespace}/{raw.metadata.name}",
-        namespace=involved.namespace or raw.metadata.namespace,
-        service=involved.name,
-        reason=raw.reason,
-        count=max(raw.count or 1, 1),
-        timestamp=timestamp,
-    )

@@ -71,6 +71,8 @@ logger = structlog.get_logger("exporter.informer")
 
 
 class Transport(Protocol):
+    """How an informer reaches the API server: one GET, answered with a streaming response."""
+
     def get(
         self, path: str, query: list[tuple[str, str]], timeouts: Timeouts
     ) -> urllib3.BaseHTTPResponse: ...
@@ -85,6 +87,8 @@ class Sink(Protocol[_Slim]):
 
 
 class InformerMetrics(Protocol):
+    """What an informer reports about its watch: up or down, restarts, events, invalid objects."""
+
     def watch_up(self, resource: Resource, *, up: bool) -> None: ...
     def watch_restart(self, resource: Resource, cause: RestartCause) -> None: ...
     def watch_event(self, resource: Resource, event_type: EventTypeLabel) -> None: ...
@@ -93,6 +97,9 @@ class InformerMetrics(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class InformerSettings:
+    """How an informer lists and watches: page size, watch timeouts, cache and streaming-list
+    use, backoffs."""
+
     page_size: int = 500  # consistent LISTs only: the watch cache ignores limit
     # The shortest timeoutSeconds asked of a watch; each draws one in [this, twice this),
     # as client-go's minWatchTimeout * (1 + rand).
@@ -140,6 +147,9 @@ class WatchStalledError(Exception):
 
 
 class Informer(Generic[_Raw, _Slim]):
+    """Keeps one resource in the store in step with the API server: lists, then watches from the
+    list's version, and lists again when the watch cannot resume."""
+
     def __init__(
         self,
         spec: ResourceSpec[_Raw, _Slim],

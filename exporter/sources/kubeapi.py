@@ -48,6 +48,8 @@ class ApiStatusError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Timeouts:
+    """How long a request to the API server may take: to connect, between bytes, for a body."""
+
     connect: float = 10.0
     # Each wait for bytes from the socket (urllib3's read timeout).
     read: float = 60.0

@@ -45,6 +45,9 @@ class ClusterReadError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class ListedCluster:
+    """What a one-shot LIST of the cluster read: the snapshot, the kinds it could not read and
+    the objects it skipped, and the server it read them from."""
+
     snapshot: Snapshot
     # kind -> why it could not be listed (a 403): the verdicts must not pretend to know it.
     unreadable: dict[str, str]

@@ -60,6 +60,9 @@ from exporter.state.store import ClusterStore
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
+    """A whole cluster as one-shot inputs give it (a file or a LIST): its nodes, Services and
+    EndpointSlices."""
+
     nodes: tuple[Node, ...]
     services: tuple[Service, ...]
     endpoint_slices: tuple[EndpointSlice, ...]

@@ -22,7 +22,7 @@ MAX_ALIAS_NODES = 100_000
 
 
 class AliasError(Exception):
-    pass
+    """A YAML input whose aliases would expand past MAX_ALIAS_NODES (a "billion laughs")."""
 
 
 def _check_expansion(root: yaml.Node) -> None:
@@ -70,6 +70,8 @@ def _bounded_yaml_loader() -> type[Any]:
     base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
     class BoundedYamlLoader(base):  # type: ignore[misc]
+        """PyYAML's safe loader that refuses a document whose aliases expand too far."""
+
         # Without a "*" in the text there is no alias, and no need to walk each document.
         may_have_aliases = True
 

@@ -38,6 +38,9 @@ _Slim = TypeVar("_Slim")
 
 @dataclass(frozen=True, slots=True)
 class ResourceSpec(Generic[_Raw, _Slim]):
+    """What an informer needs to know of one resource: its path and kind, how to decode and slim
+    its objects, and whether readiness waits for it."""
+
     resource: Resource
     kind: str  # the only kind accepted on this resource's watch (LIST items carry none)
     path: str

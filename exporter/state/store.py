@@ -13,9 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from exporter.engine import EndpointSlice, Node, Service
-from exporter.vocabulary import ControllerEvent, Resource, ServiceKey
-
-ObjectKey = tuple[str, str]
+from exporter.vocabulary import ControllerEvent, ObjectKey, Resource, ServiceKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +37,9 @@ class _Pending:
 
 
 class ClusterStore:
+    """The exporter's copy of the watched objects, written by the sources, remembering which
+    Services each write touched until the evaluator takes the changes."""
+
     def __init__(self, *, accepts_service: Callable[[str, str], bool] | None = None) -> None:
         # Services (and their slices and events) outside the namespaces or the shard this
         # exporter covers are never stored: cheaper than filtering at every scrape.
@@ -130,7 +131,7 @@ class ClusterStore:
 
     def _upsert_slice_locked(self, endpoint_slice: EndpointSlice) -> None:
         owner = self._slice_owner(endpoint_slice)
-        key = (endpoint_slice.namespace, endpoint_slice.name)
+        key = ObjectKey((endpoint_slice.namespace, endpoint_slice.name))
         if self._slices.get(key) == endpoint_slice:
             return
         # The service-name label can change: drop the slice from its old owner first.
@@ -148,12 +149,12 @@ class ClusterStore:
 
     def delete_endpoint_slice(self, namespace: str, name: str) -> None:
         with self._lock:
-            self._remove_slice_locked((namespace, name))
+            self._remove_slice_locked(ObjectKey((namespace, name)))
             self._changed.notify_all()
 
     def replace_endpoint_slices(self, slices: Iterable[EndpointSlice]) -> None:
         fresh = {
-            (endpoint_slice.namespace, endpoint_slice.name): endpoint_slice
+            ObjectKey((endpoint_slice.namespace, endpoint_slice.name)): endpoint_slice
             for endpoint_slice in slices
             if self._slice_owner(endpoint_slice) is not None
         }

@@ -50,6 +50,8 @@ def plural(count: int, singular: str, several: str | None = None) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ZoneShare:
+    """One zone's row of the cluster page: its share of CPU, allocatable CPU and Ready nodes."""
+
     zone: str
     share: str
     allocatable_cpu: str
@@ -58,6 +60,8 @@ class ZoneShare:
 
 @dataclass(frozen=True, slots=True)
 class NodeFix:
+    """A node the controller cannot count, what it lacks and the command that fixes it."""
+
     node: str
     lack: str
     fix: str
@@ -65,6 +69,9 @@ class NodeFix:
 
 @dataclass(frozen=True, slots=True)
 class ClusterFacts:
+    """What the cluster page shows, as text: whether node info suffices, the zones, the nodes to
+    fix and the Kubernetes assumed."""
+
     sufficient: bool
     ready_nodes: int
     zones: tuple[ZoneShare, ...]
@@ -98,6 +105,8 @@ def cluster_facts(result: ClusterResult) -> ClusterFacts:
 
 @dataclass(frozen=True, slots=True)
 class ProxyRow:
+    """One zone's row of kube-proxy's routing on a Service's page."""
+
     zone: str
     mode: str
     nodes: int
@@ -107,6 +116,8 @@ class ProxyRow:
 
 @dataclass(frozen=True, slots=True)
 class AdvisorStep:
+    """One endpoint count of the advisor's strip, and whether `auto` would hint at it."""
+
     endpoints: int
     enabled: bool
     current: bool
@@ -114,12 +125,16 @@ class AdvisorStep:
 
 @dataclass(frozen=True, slots=True)
 class IssueFix:
+    """A config issue on a Service's page, with its fix."""
+
     issue: str
     fix: str
 
 
 @dataclass(frozen=True, slots=True)
 class ZoneTable:
+    """The per-zone table of a Service's page, as text, with the overloaded rows marked."""
+
     columns: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
     # Rows whose load factor is above what `auto` allows (the last column).
@@ -197,6 +212,8 @@ def margin_words(margin: Margin) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ServiceFacts:
+    """Everything a Service's page shows, as text, computed from its verdict once."""
+
     verdict: EntryVerdict
     mechanism: str
     why: str

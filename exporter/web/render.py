@@ -43,6 +43,8 @@ STATE_TONES = {
 
 @dataclass(frozen=True, slots=True)
 class WatchHealth:
+    """One watched resource's line on the status pages: how its watch is doing, and its colour."""
+
     resource: str
     state: str
     tone: str

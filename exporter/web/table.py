@@ -53,6 +53,8 @@ _STANDING_OF = {
 
 @dataclass(frozen=True, slots=True)
 class ServiceRow:
+    """One entry of the status page's table, with what its filters and order read."""
+
     verdict: EntryVerdict
     # The problem table's ids (exporter.engine.problems), in its order.
     problems: tuple[ProblemId, ...]
@@ -104,6 +106,8 @@ def service_row(verdict: EntryVerdict, forecast: EntryForecast = NO_FORECAST) ->
 
 
 class CellTone:
+    """The colour class of a table cell."""
+
     GOOD = "good"
     BAD = "bad"
     WARN = "warn"
@@ -112,6 +116,8 @@ class CellTone:
 
 @dataclass(frozen=True, slots=True)
 class Cell:
+    """One cell of the table: its text, colour and a smaller second line."""
+
     text: str
     tone: str = CellTone.NONE
     # A second, smaller line under the text.
@@ -120,6 +126,8 @@ class Cell:
 
 @dataclass(frozen=True, slots=True)
 class Column:
+    """One column of the table: its title and how a row's cell is made."""
+
     title: str
     cell: Callable[[ServiceRow], Cell]
     # The column that names the row: a row header linked to the Service's page.
@@ -220,6 +228,8 @@ COLUMNS: tuple[Column, ...] = (
 
 @dataclass(frozen=True, slots=True)
 class Tally:
+    """One overview count over the rows, and the filter of the same name its choices set."""
+
     # The query parameter that filters the table on one of the tally's values.
     param: str
     title: str
@@ -340,6 +350,8 @@ def _counts(rows: list[ServiceRow]) -> Mapping[str, Mapping[str, int]]:
 
 @dataclass(frozen=True, slots=True)
 class Query:
+    """The table's filters and page, read from the query string."""
+
     namespace: str = ""
     text: str = ""
     # Tally param -> chosen value.
@@ -413,6 +425,8 @@ def _positive(values: Mapping[str, str], key: str, default: int, maximum: int) -
 
 @dataclass(frozen=True, slots=True)
 class TablePage:
+    """One page of the filtered table, with where it sits among the matching rows."""
+
     query: Query
     rows: tuple[ServiceRow, ...]
     # Rows that match the filters, on every page.

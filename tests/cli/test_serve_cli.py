@@ -106,6 +106,7 @@ def test_port_in_use_exits_2(busy_port: int) -> None:
     )
 
 
+@pytest.mark.server
 def test_tls_serves_metrics_over_https(tmp_path: Path) -> None:
     """With a certificate and key, /metrics is served over HTTPS and plain HTTP is refused."""
     openssl = require_binary("openssl")

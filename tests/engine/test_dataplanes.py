@@ -107,7 +107,9 @@ def local_policy_terminating_fallback() -> Scenario:
 
 
 def local_policy_no_ready_endpoint() -> Scenario:
-    """Only a serving terminating endpoint: no ready endpoint, so `cluster` comes first."""
+    """Only a serving terminating endpoint, on a-1: no ready endpoint, so `cluster` comes
+    first, except for kube-proxy, which then uses the serving terminating endpoints: a-1
+    routes to its own, the policy drops the others' traffic (its real rules say so)."""
     return service(internal_traffic_policy="Local"), [
         endpoint_slice(
             replace(endpoint("a", node_name="a-1", ready=False), serving=True, terminating=True)
@@ -226,7 +228,7 @@ EXPECTED: dict[DataPlane, dict[str, str]] = {
         "prefer-close-no-hint-for-zone-b": "ZZCC",
         "internal-traffic-policy-local": "LXLX",
         "local-policy-terminating-fallback": "LLXX",
-        "local-policy-no-ready-endpoint": "CCCC",
+        "local-policy-no-ready-endpoint": "LXXX",
         "terminating-endpoint": "ZZCC",
         "node-hints": "NZNC",
         "stale-hints-no-mechanism": "ZZZC",
@@ -246,7 +248,7 @@ EXPECTED: dict[DataPlane, dict[str, str]] = {
         "prefer-close-no-hint-for-zone-b": "CCCC",
         "internal-traffic-policy-local": "LXLX",
         "local-policy-terminating-fallback": "LLXX",
-        "local-policy-no-ready-endpoint": "CCCC",
+        "local-policy-no-ready-endpoint": "LXXX",
         "terminating-endpoint": "ZZCC",
         "node-hints": "CCCC",
         "stale-hints-no-mechanism": "CCCC",
@@ -265,7 +267,7 @@ EXPECTED: dict[DataPlane, dict[str, str]] = {
         "prefer-close-no-hint-for-zone-b": "ZZCC",
         "internal-traffic-policy-local": "LXLX",
         "local-policy-terminating-fallback": "LLXX",
-        "local-policy-no-ready-endpoint": "CCCC",
+        "local-policy-no-ready-endpoint": "LXXX",
         "terminating-endpoint": "ZZCC",
         # behaviour §12: node hints unread, PreferSameNode routes same-zone.
         "node-hints": "ZZZC",

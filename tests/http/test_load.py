@@ -123,6 +123,7 @@ def many_files() -> Iterator[None]:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
 def test_idle_and_slow_clients_do_not_delay_scrapes_or_probes(
     tls: bool,  # noqa: FBT001 - a parameter
@@ -170,6 +171,7 @@ def test_idle_and_slow_clients_do_not_delay_scrapes_or_probes(
     assert max(loaded) < PROBE_TIMEOUT / 2
 
 
+@pytest.mark.server
 @pytest.mark.usefixtures("many_files")
 def test_1100_idle_connections_under_a_1024_open_file_limit() -> None:
     """More silent clients than the process may hold files: probes and scrapes still answer.
@@ -209,6 +211,7 @@ def test_1100_idle_connections_under_a_1024_open_file_limit() -> None:
 SYN_RETRY_SECONDS = 1.0
 
 
+@pytest.mark.server
 def test_twenty_parallel_scrapers_have_a_tight_tail() -> None:
     """20 scrapers at once: none waits for a SYN retransmission (a listen backlog of 5 made
     p99 1 s and max 4 s: the kernel drops the SYNs it cannot queue, and a client retries
@@ -276,6 +279,7 @@ NEVER_READING = 300
 PROBE_BOUND = 1.0
 
 
+@pytest.mark.server
 def test_300_clients_that_never_read_metrics_cost_bounded_memory_and_no_probe(
     large_snapshot: str,
 ) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.run.serve import describe_problem
+from exporter.run.serve import describe_watch_failure
 from tests.processes import free_port, serving
 from tests.scrape import http_get, wait_until
 
@@ -42,7 +42,7 @@ LEAKS = ("10.96.0.1", "443", "HTTPSConnectionPool", "Max retries", "Errno", "url
     ids=["unreachable", "forbidden", "401", "429", "throttled", "503", "400", "decode", "stalled"],
 )  # fmt: skip
 def test_problems_are_told_for_people(problem: str, words: str) -> None:
-    text = describe_problem("nodes", problem, {"nodes": NOW - 75}, NOW)
+    text = describe_watch_failure("nodes", problem, {"nodes": NOW - 75}, NOW)
     assert words in text
     assert text.startswith("- nodes: ")
     assert "since 2025-12-01T02:38:45Z (75 s ago)" in text
@@ -52,7 +52,7 @@ def test_problems_are_told_for_people(problem: str, words: str) -> None:
 
 
 def test_forbidden_endpointslices_name_their_api_group() -> None:
-    text = describe_problem("endpointslices", "forbidden: HTTP 403 Forbidden", {}, NOW)
+    text = describe_watch_failure("endpointslices", "forbidden: HTTP 403 Forbidden", {}, NOW)
     assert "API group discovery.k8s.io" in text
     assert "since" not in text  # not known: not invented
 

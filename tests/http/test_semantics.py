@@ -243,6 +243,7 @@ def test_kept_alive_connections_serve_several_requests(served: Served) -> None:
         connection.close()
 
 
+@pytest.mark.server
 def test_a_failing_app_answers_500_without_its_exception() -> None:
     """An exception's text goes to the log; the client sees only that it failed."""
 
@@ -287,6 +288,7 @@ def in_process(limits: HttpLimits) -> Iterator[Served]:
         server.stop()
 
 
+@pytest.mark.server
 def test_a_slow_request_head_gets_408_and_the_connection_closes() -> None:
     with (
         in_process(HttpLimits(request_timeout=0.5)) as served,
@@ -307,6 +309,7 @@ def test_a_slow_request_head_gets_408_and_the_connection_closes() -> None:
     assert status_of(response) == 408
 
 
+@pytest.mark.server
 def test_a_silent_connection_is_closed_after_the_request_timeout() -> None:
     with (
         in_process(HttpLimits(request_timeout=0.5)) as served,
@@ -315,6 +318,7 @@ def test_a_silent_connection_is_closed_after_the_request_timeout() -> None:
         assert sock.recv(1) == b""  # closed without a word, well before the 5 s timeout
 
 
+@pytest.mark.server
 def test_idle_connections_beyond_the_bound_give_way_to_new_clients() -> None:
     """40 silent connections against a bound of 16: the oldest are closed, requests served."""
     with in_process(HttpLimits(max_connections=16)) as served:

@@ -77,6 +77,7 @@ def reset(sock: socket.socket) -> None:
     sock.close()
 
 
+@pytest.mark.server
 def test_a_client_reset_mid_response_is_logged_once_structured(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -112,6 +113,7 @@ def rss_bytes() -> int:
     raise AssertionError("no VmRSS")
 
 
+@pytest.mark.server
 def test_a_client_that_never_reads_holds_one_write_batch_not_a_copy_of_the_body() -> None:
     """100 clients that never read a 16 MiB body made of one shared 4 MiB chunk: the
     server's memory grows by far less than one copy per client (1 MiB each before)."""
@@ -182,6 +184,7 @@ def in_threads(
     return results, threads
 
 
+@pytest.mark.server
 def test_expensive_scrapes_queue_for_one_slot_and_ordinary_ones_go_past() -> None:
     """8 clients asking for what prometheus_client renders (`escaping=dots`) took all four
     workers; now one renders at a time, the others queue, and ordinary scrapes and pages
@@ -212,6 +215,7 @@ def test_expensive_scrapes_queue_for_one_slot_and_ordinary_ones_go_past() -> Non
     assert blocking.calls == 8
 
 
+@pytest.mark.server
 def test_queued_scrapes_beyond_the_bound_are_answered_503_at_once() -> None:
     blocking = Blocking()
 
@@ -259,6 +263,7 @@ def basic(password: str) -> str:
     return "Basic " + base64.b64encode(f"prometheus:{password}".encode()).decode()
 
 
+@pytest.mark.server
 def test_a_wrong_password_flood_delays_neither_probes_nor_scrapes() -> None:
     """bcrypt for wrong passwords ran on the probe threads: authorised /readyz waited behind
     it (p50 1.45 s). Checks now run on their own thread; known credentials skip them."""
@@ -280,6 +285,7 @@ def test_a_wrong_password_flood_delays_neither_probes_nor_scrapes() -> None:
     assert auth.blocking.most == 1
 
 
+@pytest.mark.server
 def test_scrapes_stalled_on_clients_that_never_read_give_their_slots_to_waiting_ones() -> None:
     """Both slots held by clients that never read a 16 MiB body: a scrape that comes
     next used to wait for write_timeout (30 s) and get 503; the stalled ones make room."""

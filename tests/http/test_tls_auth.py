@@ -35,6 +35,7 @@ def rejected(served: Served, context: ssl.SSLContext) -> bool:
         return True
 
 
+@pytest.mark.server
 def test_mutual_tls_serves_clients_with_a_certificate_and_refuses_others(
     certificates: dict[str, Path],
 ) -> None:
@@ -58,6 +59,7 @@ def write_web_config(folder: Path, text: str) -> Path:
     return path
 
 
+@pytest.mark.server
 def test_web_config_file_serves_tls_with_basic_auth(
     certificates: dict[str, Path], tmp_path: Path
 ) -> None:

@@ -14,8 +14,8 @@ import http
 import threading
 from dataclasses import dataclass
 
+from tests.kubeapi.objects import Resource, resource
 from tests.kubeapi.status import REASONS, ApiError
-from tests.kubeapi.store import Resource, resource
 
 SERVICE_ACCOUNT = "system:serviceaccount:monitoring:topology-hints-exporter"
 

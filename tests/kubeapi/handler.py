@@ -19,18 +19,11 @@ from urllib.parse import parse_qs, urlsplit
 import orjson
 
 from tests.kubeapi.faults import Faults
+from tests.kubeapi.objects import API_VERSIONS, RESOURCES, Resource
 from tests.kubeapi.options import validate as validate_list_options
 from tests.kubeapi.status import ApiError, int_param, status_body
-from tests.kubeapi.store import (
-    API_VERSIONS,
-    RESOURCES,
-    ObjectStore,
-    Resource,
-    WatchStream,
-    batches,
-    is_bookmark_line,
-    is_error_line,
-)
+from tests.kubeapi.store import ObjectStore, WatchStream
+from tests.kubeapi.wire import batches, is_bookmark_line, is_error_line
 
 _TRICKLE_BYTES = 16
 

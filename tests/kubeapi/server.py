@@ -63,7 +63,8 @@ import yaml
 
 from tests.kubeapi.faults import Faults
 from tests.kubeapi.handler import Request, Server
-from tests.kubeapi.store import RESOURCES, ObjectStore, Resource
+from tests.kubeapi.objects import RESOURCES, Resource
+from tests.kubeapi.store import ObjectStore
 
 __all__ = ["RESOURCES", "FakeKubeAPI", "Request", "Resource"]
 

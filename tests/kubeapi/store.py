@@ -12,13 +12,13 @@ Public interface (thread-safe; every method takes the store's lock):
   `wait_for_watches`.
 
 Every stored object is kept as its serialized JSON bytes (orjson), so a LIST page or a watch
-event is built by joining bytes, never by re-serializing dicts.
+event is built by joining bytes, never by re-serializing dicts. What is served and stored is
+in `objects`, how a LIST page and its continue token are cut in `paging`, and the watch
+stream's lines in `wire`.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import bisect
 import contextlib
 import dataclasses
@@ -29,100 +29,27 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 
-from tests.kubeapi.options import EXACT, INITIAL_EVENTS_END, send_initial_events
-from tests.kubeapi.selectors import (
-    field_value,
-    label_matches,
-    parse_field_selector,
-    parse_label_selector,
-)
+from exporter.vocabulary import ObjectKey
+from tests.kubeapi.objects import RESOURCES, Entry, Resource, Selector, resource
+from tests.kubeapi.options import EXACT, send_initial_events
+from tests.kubeapi.paging import ListSnapshot, decode_token, encode_token, page
 from tests.kubeapi.status import (
     ApiError,
     bad_request,
     int_param,
     resource_version_param,
-    status_body,
 )
+from tests.kubeapi.wire import bookmark_line, event_line, expired_line
 
-_CHUNK_TARGET = 1 << 20  # watch events are batched into chunks of about this many bytes
 _PEER_POLL = 0.05  # how often an idle watch checks that its client is still there
 _MAX_SNAPSHOTS = 256  # continue-token snapshots kept (least recently used are evicted: 410)
-
-
-@dataclass(frozen=True)
-class Resource:
-    """One served resource type: its plural name, kind and API group/version."""
-
-    name: str
-    kind: str
-    api_version: str
-    namespaced: bool
-    short_names: tuple[str, ...] = ()
-
-    @property
-    def group(self) -> str:
-        return self.api_version.rpartition("/")[0]
-
-    @property
-    def list_kind(self) -> str:
-        return self.kind + "List"
-
-    @property
-    def prefix(self) -> bytes:
-        """The opening of a full object's JSON, to splice in front of an item's fields."""
-        return b'{"kind":"%s","apiVersion":"%s",' % (self.kind.encode(), self.api_version.encode())
-
-
-RESOURCES: dict[str, Resource] = {
-    r.name: r
-    for r in (
-        Resource("nodes", "Node", "v1", namespaced=False, short_names=("no",)),
-        Resource("services", "Service", "v1", namespaced=True, short_names=("svc",)),
-        Resource("events", "Event", "v1", namespaced=True, short_names=("ev",)),
-        Resource("configmaps", "ConfigMap", "v1", namespaced=True, short_names=("cm",)),
-        Resource("endpointslices", "EndpointSlice", "discovery.k8s.io/v1", namespaced=True),
-        Resource("daemonsets", "DaemonSet", "apps/v1", namespaced=True, short_names=("ds",)),
-    )
-}
-API_VERSIONS = tuple(dict.fromkeys(r.api_version for r in RESOURCES.values()))
-_BY_KIND = {r.kind: r for r in RESOURCES.values()}
-
-
-def resource(kind_or_name: str) -> Resource:
-    """A Resource from its kind (`Node`) or plural name (`nodes`)."""
-    found = RESOURCES.get(kind_or_name) or _BY_KIND.get(kind_or_name)
-    if found is None:
-        raise ValueError(f"unknown resource or kind {kind_or_name!r}; known: {sorted(RESOURCES)}")
-    return found
-
-
-class Entry:
-    """One stored object version: key, resourceVersion, JSON bytes without kind/apiVersion."""
-
-    __slots__ = ("_full", "item", "key", "rv")
-
-    def __init__(self, key: tuple[str, str], rv: int, item: bytes) -> None:
-        self.key = key
-        self.rv = rv
-        self.item = item
-        self._full: bytes | None = None
-
-    def full(self, resource: Resource) -> bytes:
-        """The object's JSON with kind and apiVersion, as a watch event or a GET carries it."""
-        if self._full is None:
-            self._full = resource.prefix + self.item[1:]
-        return self._full
-
-    def obj(self) -> dict[str, Any]:
-        decoded: dict[str, Any] = orjson.loads(self.item)
-        return decoded
 
 
 @dataclass(frozen=True)
@@ -132,36 +59,6 @@ class _Event:
     entry: Entry | None  # None: an injected event, sent as `line` to every watch
     prev: Entry | None  # the version a MODIFIED replaced (selectors turn it into ADDED/DELETED)
     line: bytes = b""
-
-
-# --- selectors -------------------------------------------------------------------------------
-
-
-class Selector:
-    """A parsed fieldSelector plus labelSelector, refused as the API server refuses them."""
-
-    def __init__(self, resource: str, field_selector: str = "", label_selector: str = "") -> None:
-        self.fields = tuple(parse_field_selector(resource, field_selector))
-        self.labels = tuple(parse_label_selector(label_selector))
-
-    @classmethod
-    def from_query(cls, served: Resource, query: dict[str, str]) -> Selector:
-        return cls(served.name, query.get("fieldSelector", ""), query.get("labelSelector", ""))
-
-    def __bool__(self) -> bool:
-        return bool(self.fields or self.labels)
-
-    def matches(self, entry: Entry | None) -> bool:
-        if entry is None:
-            return False
-        if not self:
-            return True
-        obj = entry.obj()
-        for term in self.fields:
-            if (field_value(obj, term) == term.values[0]) == (term.operator == "!="):
-                return False
-        labels = (obj.get("metadata") or {}).get("labels") or {}
-        return all(label_matches(labels, term) for term in self.labels)
 
 
 # --- watches ---------------------------------------------------------------------------------
@@ -213,17 +110,6 @@ class WatchStream:
         self._store.close_watch(self._watch)
 
 
-@dataclass(frozen=True)
-class _Snapshot:
-    """The sorted state of one resource at one resourceVersion, kept for a continue token."""
-
-    resource: Resource
-    namespace: str | None
-    rv: int
-    entries: tuple[Entry, ...]
-    id: int = 0  # 0: not yet kept for a continue token
-
-
 # --- the store -------------------------------------------------------------------------------
 
 
@@ -237,13 +123,13 @@ class ObjectStore:
         self._cond = threading.Condition(threading.RLock())
         self._rv = 0
         self._compact_rv = 0
-        self._objects: dict[str, dict[tuple[str, str], Entry]] = {r: {} for r in RESOURCES}
-        self._sorted: dict[str, tuple[tuple[Entry, ...], list[tuple[str, str]]] | None] = (
-            dict.fromkeys(RESOURCES)
+        self._objects: dict[str, dict[ObjectKey, Entry]] = {r: {} for r in RESOURCES}
+        self._sorted: dict[str, tuple[tuple[Entry, ...], list[ObjectKey]] | None] = dict.fromkeys(
+            RESOURCES
         )
         self._events: dict[str, deque[_Event]] = {r: deque() for r in RESOURCES}
         self._horizon = dict.fromkeys(RESOURCES, 0)  # newest forgotten event, per resource
-        self._snapshots: dict[int, _Snapshot] = {}
+        self._snapshots: dict[int, ListSnapshot] = {}
         self._snapshot_ids = itertools.count(1)
         self._watches: dict[str, list[_Watch]] = {r: [] for r in RESOURCES}
         # The API server's switches: --watch-cache, and the WatchList feature gate.
@@ -265,7 +151,7 @@ class ObjectStore:
 
     def delete(self, kind: str, namespace: str | None, name: str) -> dict[str, Any]:
         served = resource(kind)
-        key = (namespace or "", name) if served.namespaced else ("", name)
+        key = ObjectKey((namespace or "", name) if served.namespaced else ("", name))
         with self._cond:
             prev = self._objects[served.name].pop(key, None)
             if prev is None:
@@ -280,7 +166,7 @@ class ObjectStore:
 
     def get(self, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None:
         served = resource(kind)
-        key = (namespace or "", name) if served.namespaced else ("", name)
+        key = ObjectKey((namespace or "", name) if served.namespaced else ("", name))
         with self._cond:
             entry = self._objects[served.name].get(key)
             return None if entry is None else _full_obj(served, entry)
@@ -315,7 +201,7 @@ class ObjectStore:
             meta["namespace"] = meta.get("namespace") or "default"
         else:
             meta.pop("namespace", None)
-        key = (meta.get("namespace", ""), str(name))
+        key = ObjectKey((meta.get("namespace", ""), str(name)))
         objects = self._objects[served.name]
         prev = objects.get(key)
         if prev is not None:
@@ -340,7 +226,7 @@ class ObjectStore:
             self._horizon[served.name] = events.popleft().rv
         self._cond.notify_all()
 
-    def _sorted_entries(self, served: Resource) -> tuple[tuple[Entry, ...], list[tuple[str, str]]]:
+    def _sorted_entries(self, served: Resource) -> tuple[tuple[Entry, ...], list[ObjectKey]]:
         cached = self._sorted[served.name]
         if cached is None:
             entries = tuple(sorted(self._objects[served.name].values(), key=lambda e: e.key))
@@ -380,7 +266,7 @@ class ObjectStore:
 
     def get_json(self, served: Resource, namespace: str | None, name: str) -> bytes:
         with self._cond:
-            entry = self._objects[served.name].get((namespace or "", name))
+            entry = self._objects[served.name].get(ObjectKey((namespace or "", name)))
         if entry is None:
             raise ApiError(
                 404,
@@ -427,9 +313,9 @@ class ObjectStore:
                 if wanted > self._rv:
                     raise _too_large(wanted, self._rv)
                 entries, keys = self._sorted_entries(served)
-                snap = _Snapshot(served, namespace, self._rv, entries)
+                snap = ListSnapshot(served, namespace, self._rv, entries)
                 start = bisect.bisect_left(keys, (namespace, "")) if namespace else 0
-        items, next_index = _page(snap, start, limit, selector)
+        items, next_index = page(snap, start, limit, selector)
         meta = b'"resourceVersion":"%d"' % snap.rv
         if next_index is not None:
             if not snap.id:
@@ -438,7 +324,7 @@ class ObjectStore:
                     self._snapshots[snap.id] = snap
                     while len(self._snapshots) > _MAX_SNAPSHOTS:
                         del self._snapshots[next(iter(self._snapshots))]
-            meta += b',"continue":"%s"' % _encode_token(snap.rv, snap.id, next_index)
+            meta += b',"continue":"%s"' % encode_token(snap.rv, snap.id, next_index)
             if not selector and namespace is None:
                 meta += b',"remainingItemCount":%d' % (len(snap.entries) - next_index)
         return b'{"kind":"%s","apiVersion":"%s","metadata":{%s},"items":[%s]}' % (
@@ -448,8 +334,10 @@ class ObjectStore:
             b",".join(items),
         )
 
-    def _resume(self, token: str, served: Resource, namespace: str | None) -> tuple[_Snapshot, int]:
-        rv, snap_id, start = _decode_token(token)
+    def _resume(
+        self, token: str, served: Resource, namespace: str | None
+    ) -> tuple[ListSnapshot, int]:
+        rv, snap_id, start = decode_token(token)
         snap = self._snapshots.get(snap_id)
         if snap is None or rv < self._compact_rv:
             raise ApiError(
@@ -493,14 +381,14 @@ class ObjectStore:
                     if (namespace is None or e.key[0] == namespace) and selector.matches(e)
                 ]
                 if initial:
-                    first.append(_bookmark_line(served, self._rv, initial_events_end=True))
+                    first.append(bookmark_line(served, self._rv, initial_events_end=True))
                 watch.cursor = self._rv
             elif start_rv is None:
                 watch.cursor = self._rv  # sendInitialEvents=false: from now on
             else:
                 floor = max(self._compact_rv, self._horizon[served.name])
                 if start_rv < floor:
-                    first, expired = [_expired_line(start_rv, floor)], True
+                    first, expired = [expired_line(start_rv, floor)], True
                 watch.cursor = start_rv
             self._watches[served.name].append(watch)
             self._cond.notify_all()
@@ -543,7 +431,7 @@ class ObjectStore:
                     continue
                 horizon = self._horizon[served.name]
                 if watch.cursor < horizon:
-                    return [_expired_line(watch.cursor, horizon)]
+                    return [expired_line(watch.cursor, horizon)]
                 pending = bool(events) and events[-1].rv > watch.cursor
                 now = time.monotonic()
                 due = [t for t in (deadline, next_bookmark) if t is not None]
@@ -561,7 +449,7 @@ class ObjectStore:
             if watch.bookmarks and (
                 watch.bookmark_now or (next_bookmark is not None and now >= next_bookmark)
             ):
-                lines.append(_bookmark_line(served, self._rv))
+                lines.append(bookmark_line(served, self._rv))
             watch.bookmark_now = False
             return lines
 
@@ -672,68 +560,6 @@ def _filtered_line(served: Resource, watch: _Watch, event: _Event) -> bytes | No
     return event_line(kind, entry.full(served))
 
 
-def event_line(kind: str, obj: bytes) -> bytes:
-    return b'{"type":"%s","object":%s}\n' % (kind.encode(), obj)
-
-
-def _bookmark_line(served: Resource, rv: int, *, initial_events_end: bool = False) -> bytes:
-    annotations = b',"annotations":{"%s":"true"}' % INITIAL_EVENTS_END.encode()
-    return event_line(
-        "BOOKMARK",
-        served.prefix
-        + b'"metadata":{"resourceVersion":"%d"%s}}'
-        % (rv, annotations if initial_events_end else b""),
-    )
-
-
-def _expired_line(rv: int, oldest: int) -> bytes:
-    status = status_body(410, "Expired", f"too old resource version: {rv} ({oldest})")
-    return event_line("ERROR", orjson.dumps(status))
-
-
-def is_error_line(line: bytes) -> bool:
-    return line.startswith(b'{"type":"ERROR"')
-
-
-def is_bookmark_line(line: bytes) -> bool:
-    return line.startswith(b'{"type":"BOOKMARK"')
-
-
-def batches(lines: list[bytes]) -> Iterator[bytes]:
-    """Lines joined into chunks of about 1 MiB."""
-    batch: list[bytes] = []
-    size = 0
-    for line in lines:
-        batch.append(line)
-        size += len(line)
-        if size >= _CHUNK_TARGET:
-            yield b"".join(batch)
-            batch, size = [], 0
-    if batch:
-        yield b"".join(batch)
-
-
-def _page(
-    snap: _Snapshot, start: int, limit: int, selector: Selector
-) -> tuple[list[bytes], int | None]:
-    """Items of one page from a snapshot, and the index to continue at (None: the last page)."""
-    items: list[bytes] = []
-    entries = snap.entries
-    namespace = snap.namespace
-    for index in range(start, len(entries)):
-        entry = entries[index]
-        if namespace is not None and entry.key[0] != namespace:
-            if entry.key[0] > namespace:
-                return items, None
-            continue
-        if selector and not selector.matches(entry):
-            continue
-        if limit and len(items) == limit:
-            return items, index
-        items.append(entry.item)
-    return items, None
-
-
 def _too_large(wanted: int, current: int) -> ApiError:
     cause = {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
     return ApiError(
@@ -742,17 +568,3 @@ def _too_large(wanted: int, current: int) -> ApiError:
         f"Too large resource version: {wanted}, current: {current}",
         {"causes": [cause], "retryAfterSeconds": 1},
     )
-
-
-def _encode_token(rv: int, snap_id: int, start: int) -> bytes:
-    raw = orjson.dumps({"v": "meta.k8s.io/v1", "rv": rv, "snap": snap_id, "start": start})
-    return base64.urlsafe_b64encode(raw).rstrip(b"=")
-
-
-def _decode_token(token: str) -> tuple[int, int, int]:
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        data = orjson.loads(raw)
-        return int(data["rv"]), int(data["snap"]), int(data["start"])
-    except (binascii.Error, ValueError, KeyError, TypeError, orjson.JSONDecodeError) as exc:
-        raise bad_request(f"continue key is not valid: {exc}") from exc

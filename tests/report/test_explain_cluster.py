@@ -235,6 +235,7 @@ def test_live_evaluate_follows_the_api_servers_version(
     assert "/version" in unknown.stderr
 
 
+@pytest.mark.server
 def test_unreachable_cluster_is_one_line(tmp_path: Path) -> None:
     """A kubeconfig pointing at nothing: one line naming the server, exit 2."""
     with FakeKubeAPI() as api:

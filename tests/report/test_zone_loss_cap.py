@@ -146,6 +146,7 @@ def test_the_generator_gives_one_node_per_zone() -> None:
     assert orjson.loads(zone_snapshot(5))["kind"] == "List"
 
 
+@pytest.mark.server
 def test_the_live_exporter_reports_the_cap(tmp_path: Path) -> None:
     """serve --snapshot: the status page says so, the metric has no series, a log line."""
     zones = MAX_ZONE_LOSS_ZONES + 1

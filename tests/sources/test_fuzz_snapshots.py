@@ -32,6 +32,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from exporter.cli import main
+from exporter.sources.controller_events import controller_event_from_raw
 from exporter.sources.decode import (
     InvalidObjectError,
     JsonDecoder,
@@ -41,7 +42,6 @@ from exporter.sources.decode import (
     RawEvent,
     RawNode,
     RawService,
-    controller_event_from_raw,
     endpoint_slice_from_raw,
     node_from_raw,
     service_from_raw,

@@ -2,215 +2,37 @@
 
 from __future__ import annotations
 
-import http.client
 import json
-import socket
-import threading
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any
 
 import kubernetes
 import pytest
-import urllib3
 from kubernetes.client import ApiClient, CoreV1Api, DiscoveryV1Api
 from kubernetes.client.exceptions import ApiException
-from kubernetes.client.models import V1ListMeta, V1ObjectMeta
-from kubernetes.watch import Watch
 
 from tests.conftest import EXAMPLES_DIR
 from tests.kubeapi import FakeKubeAPI
-
-pytest_plugins = ["tests.kubeapi.fixtures"]
-
-
-# --- helpers ---------------------------------------------------------------------------------
-
-
-def node(name: str, zone: str = "zone-a") -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}},
-        "status": {"allocatable": {"cpu": "4"}},
-    }
-
-
-def service(namespace: str, name: str, mode: str | None = None) -> dict[str, Any]:
-    annotations = {"service.kubernetes.io/topology-mode": mode} if mode else {}
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
-        "spec": {"type": "ClusterIP", "ports": [{"port": 80, "protocol": "TCP"}]},
-    }
-
-
-def endpoint_slice(namespace: str, name: str, service_name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "discovery.k8s.io/v1",
-        "kind": "EndpointSlice",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": {"kubernetes.io/service-name": service_name},
-        },
-        "addressType": "IPv4",
-        "endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": True}, "zone": "a"}],
-    }
-
-
-def event(namespace: str, name: str, kind: str, reason: str, type_: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"name": name, "namespace": namespace},
-        "involvedObject": {"kind": kind, "name": "cart", "namespace": namespace},
-        "reason": reason,
-        "type": type_,
-        "message": f"{reason} happened",
-    }
-
-
-class EventWatch(Protocol):
-    """What the tests use of kubernetes.watch.Watch, which the client leaves unannotated."""
-
-    resource_version: str | None
-
-    def stream(
-        self, func: Callable[..., object], *args: object, **kwargs: object
-    ) -> Iterator[dict[str, Any]]: ...
-
-    def stop(self) -> None: ...
-
-
-def new_watch() -> EventWatch:
-    return cast("Callable[[], EventWatch]", Watch)()
-
-
-def client_from_kubeconfig(kubeconfig: Path, context: str) -> ApiClient:
-    # The kubernetes client's config loaders are unannotated.
-    load = cast("Callable[..., ApiClient]", kubernetes.config.new_client_from_config)
-    return load(config_file=str(kubeconfig), context=context)
-
-
-class KubeObject(Protocol):
-    @property
-    def metadata(self) -> V1ObjectMeta | None: ...
-
-
-class KubeList(Protocol):
-    @property
-    def metadata(self) -> V1ListMeta | None: ...
-
-
-def name_of(obj: KubeObject) -> str:
-    assert obj.metadata is not None
-    assert obj.metadata.name is not None
-    return obj.metadata.name
-
-
-def list_version(page: KubeList) -> str:
-    assert page.metadata is not None
-    assert page.metadata.resource_version is not None
-    return page.metadata.resource_version
-
-
-def continue_token(page: KubeList) -> str | None:
-    assert page.metadata is not None
-    return page.metadata._continue
-
-
-def body_of(error: ApiException) -> dict[str, Any]:
-    assert error.body is not None
-    body: dict[str, Any] = json.loads(error.body)
-    return body
-
-
-def preloaded_items(response: object) -> list[dict[str, Any]]:
-    """A list's items read with _preload_content=False.
-
-    The client annotates such calls as returning the model; they return urllib3's response.
-    """
-    items: list[dict[str, Any]] = json.loads(cast("urllib3.BaseHTTPResponse", response).data)[
-        "items"
-    ]
-    return items
-
-
-def close_client(client: ApiClient) -> None:
-    # ApiClient.close is unannotated.
-    cast("Callable[[], None]", client.close)()
-
-
-def bookmark_once_watched(api: FakeKubeAPI, resource: str) -> Callable[[], None]:
-    def action() -> None:
-        api.wait_for_watches(resource, 1)
-        api.bookmark(resource)
-
-    return action
-
-
-@pytest.fixture
-def api_client(kubeconfig: Path) -> Iterator[ApiClient]:
-    """A real kubernetes ApiClient loaded from the generated kubeconfig."""
-    client = client_from_kubeconfig(kubeconfig, context="fake")
-    yield client
-    close_client(client)
-
-
-@pytest.fixture
-def core(api_client: ApiClient) -> CoreV1Api:
-    return CoreV1Api(api_client)
-
-
-def raw_get(api: FakeKubeAPI, path: str) -> tuple[int, dict[str, Any]]:
-    """GET a path with urllib; (status, decoded JSON body), also for error statuses."""
-    try:
-        with urllib.request.urlopen(api.url + path, timeout=5) as resp:  # noqa: S310 - 127.0.0.1
-            return resp.status, json.loads(resp.read())
-    except urllib.error.HTTPError as err:
-        with err:
-            return err.code, json.loads(err.read())
-
-
-def raw_watch(api: FakeKubeAPI, path: str) -> tuple[list[dict[str, Any]], float]:
-    """Read a whole watch stream with http.client: (events, seconds until it ended normally)."""
-    conn = http.client.HTTPConnection(api.host, api.port, timeout=10)
-    started = time.monotonic()
-    try:
-        conn.request("GET", path)
-        resp = conn.getresponse()
-        assert resp.status == 200
-        assert resp.getheader("Transfer-Encoding") == "chunked"
-        body = resp.read()  # raises IncompleteRead unless the stream ends with the last chunk
-    finally:
-        conn.close()
-    return [json.loads(line) for line in body.splitlines()], time.monotonic() - started
-
-
-def take(stream: Iterator[dict[str, Any]], watch: EventWatch, n: int) -> list[dict[str, Any]]:
-    """The first n events of a kubernetes Watch stream, then stop the watch."""
-    events: list[dict[str, Any]] = []
-    for ev in stream:
-        events.append(ev)
-        if len(events) == n:
-            watch.stop()
-    return events
-
-
-def in_background(action: Callable[[], None]) -> threading.Thread:
-    thread = threading.Thread(target=action, daemon=True)
-    thread.start()
-    return thread
-
-
-def summary(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    return [(e["type"], e["raw_object"]["metadata"].get("name", "")) for e in events]
-
+from tests.sources.kubeapi_client import (
+    body_of,
+    client_from_kubeconfig,
+    close_client,
+    config_map,
+    continue_token,
+    daemon_set,
+    endpoint_slice,
+    event,
+    list_version,
+    name_of,
+    new_watch,
+    node,
+    preloaded_items,
+    raw_get,
+    raw_watch,
+    service,
+)
 
 # --- LIST ------------------------------------------------------------------------------------
 
@@ -340,322 +162,6 @@ def test_load_serves_an_example_snapshot_unchanged(
             assert got == want_rest
 
 
-# --- WATCH -----------------------------------------------------------------------------------
-
-
-def test_watch_replays_changes_after_the_lists_version_in_order(
-    kube_api: FakeKubeAPI, core: CoreV1Api
-) -> None:
-    """A watch from a list's resourceVersion gets every later change, in order, once."""
-    kube_api.load([node("node-a"), node("node-b")])
-    listed = core.list_node()
-    kube_api.apply(node("node-c"))
-    kube_api.apply(node("node-a", zone="zone-b"))
-    kube_api.delete("nodes", None, "node-b")
-    watch = new_watch()
-    stream = watch.stream(core.list_node, resource_version=list_version(listed))
-    events = take(stream, watch, 3)
-    assert summary(events) == [("ADDED", "node-c"), ("MODIFIED", "node-a"), ("DELETED", "node-b")]
-    versions = [int(e["object"].metadata.resource_version) for e in events]
-    assert versions == sorted(versions)
-    assert versions[-1] == kube_api.resource_version
-    assert events[1]["object"].metadata.labels["topology.kubernetes.io/zone"] == "zone-b"
-    assert events[0]["raw_object"]["kind"] == "Node"
-
-
-def test_watch_streams_live_changes(kube_api: FakeKubeAPI, api_client: ApiClient) -> None:
-    """Changes made while a watch is open reach it as they happen (namespaced EndpointSlices)."""
-    discovery = DiscoveryV1Api(api_client)
-    rv = list_version(discovery.list_namespaced_endpoint_slice("shop"))
-
-    def mutate() -> None:
-        kube_api.wait_for_watches("endpointslices", 1)
-        kube_api.apply(endpoint_slice("other", "elsewhere", "x"))
-        kube_api.apply(endpoint_slice("shop", "cart-1", "cart"))
-        kube_api.delete("EndpointSlice", "shop", "cart-1")
-
-    worker = in_background(mutate)
-    watch = new_watch()
-    stream = watch.stream(
-        discovery.list_namespaced_endpoint_slice, "shop", resource_version=rv, timeout_seconds=5
-    )
-    events = take(stream, watch, 2)
-    worker.join()
-    assert summary(events) == [("ADDED", "cart-1"), ("DELETED", "cart-1")]
-    assert events[0]["raw_object"]["apiVersion"] == "discovery.k8s.io/v1"
-
-
-def test_watch_without_version_starts_with_current_objects(
-    kube_api: FakeKubeAPI, core: CoreV1Api
-) -> None:
-    """A watch from resourceVersion "" first sends an ADDED event for every current object."""
-    kube_api.load([service("shop", "cart"), service("auth", "login")])
-
-    def mutate() -> None:
-        kube_api.wait_for_watches("services", 1)
-        kube_api.apply(service("shop", "cart", mode="Auto"))
-
-    worker = in_background(mutate)
-    watch = new_watch()
-    stream = watch.stream(core.list_service_for_all_namespaces, timeout_seconds=5)
-    events = take(stream, watch, 3)
-    worker.join()
-    assert summary(events) == [("ADDED", "login"), ("ADDED", "cart"), ("MODIFIED", "cart")]
-
-
-def test_watch_field_selector_turns_moves_into_added_and_deleted(kube_api: FakeKubeAPI) -> None:
-    """With a fieldSelector, objects leaving it arrive as DELETED and entering as ADDED."""
-    kube_api.apply(node("node-a"))
-    rv = kube_api.resource_version
-    kube_api.apply(event("shop", "e1", "Service", "Scheduled", "Normal"))
-    kube_api.apply(event("shop", "e1", "Service", "Failed", "Warning"))
-    kube_api.apply(event("shop", "e2", "Service", "Failed", "Normal"))
-    kube_api.apply(event("shop", "e1", "Service", "Failed", "Normal"))
-    events, _ = raw_watch(
-        kube_api,
-        f"/api/v1/namespaces/shop/events?watch=1&resourceVersion={rv}"
-        "&fieldSelector=type%3DWarning&timeoutSeconds=1",
-    )
-    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
-        ("ADDED", "e1"),
-        ("DELETED", "e1"),
-    ]
-
-
-def test_bookmarks_carry_the_current_version(kube_api: FakeKubeAPI, core: CoreV1Api) -> None:
-    """allowWatchBookmarks gets periodic and on-demand BOOKMARKs the client records the rv of."""
-    kube_api.apply(node("node-a"))
-    listed = list_version(core.list_node())
-    kube_api.apply(service("shop", "cart"))  # moves the global version past the nodes' one
-
-    watch = new_watch()
-    stream = watch.stream(
-        core.list_node, resource_version=listed, allow_watch_bookmarks=True, timeout_seconds=5
-    )
-    [periodic] = take(stream, watch, 1)
-    assert periodic["type"] == "BOOKMARK"
-    assert periodic["raw_object"]["metadata"]["resourceVersion"] == str(kube_api.resource_version)
-    assert watch.resource_version == str(kube_api.resource_version)
-
-    kube_api.bookmark_interval = 60.0
-    kube_api.wait_for_watches("nodes", 0, exact=True)  # the stopped watch has gone
-    in_background(bookmark_once_watched(kube_api, "nodes"))
-    started = time.monotonic()
-    watch = new_watch()
-    stream = watch.stream(
-        core.list_node, resource_version=listed, allow_watch_bookmarks=True, timeout_seconds=5
-    )
-    [on_demand] = take(stream, watch, 1)
-    assert on_demand["type"] == "BOOKMARK"
-    assert time.monotonic() - started < 2
-
-
-def test_watch_without_bookmarks_gets_none(kube_api: FakeKubeAPI) -> None:
-    """Without allowWatchBookmarks no BOOKMARK is sent, even on demand."""
-    in_background(bookmark_once_watched(kube_api, "nodes"))
-    events, _ = raw_watch(kube_api, "/api/v1/nodes?watch=true&resourceVersion=0&timeoutSeconds=1")
-    assert events == []
-
-
-def test_timeout_seconds_ends_the_watch_normally(kube_api: FakeKubeAPI, core: CoreV1Api) -> None:
-    """timeoutSeconds closes the stream with a proper last chunk once it elapses."""
-    _, elapsed = raw_watch(kube_api, "/api/v1/nodes?watch=1&timeoutSeconds=1")
-    assert 1 <= elapsed < 3
-    started = time.monotonic()
-    assert list(new_watch().stream(core.list_node, timeout_seconds=1)) == []
-    assert 1 <= time.monotonic() - started < 3
-
-
-def test_compacted_history_gives_a_410_error_event(kube_api: FakeKubeAPI, core: CoreV1Api) -> None:
-    """A watch from a compacted resourceVersion gets one ERROR event (Status 410 Expired)."""
-    kube_api.apply(node("node-a"))
-    old = list_version(core.list_node())
-    kube_api.apply(node("node-b"))
-    kube_api.compact()
-    events, _ = raw_watch(kube_api, f"/api/v1/nodes?watch=1&resourceVersion={old}")
-    assert len(events) == 1
-    assert events[0]["type"] == "ERROR"
-    status = events[0]["object"]
-    assert (status["kind"], status["code"], status["reason"]) == ("Status", 410, "Expired")
-
-    with pytest.raises(ApiException) as raised:
-        list(new_watch().stream(core.list_node, resource_version=old, timeout_seconds=5))
-    assert raised.value.status == 410
-
-    # Without timeout_seconds the client retries once from the same version, then raises.
-    kube_api.clear_requests()
-    with pytest.raises(ApiException) as raised:
-        list(new_watch().stream(core.list_node, resource_version=old))
-    assert raised.value.status == 410
-    assert [r.query.get("resourceVersion") for r in kube_api.requests] == [old, old]
-
-    current = str(kube_api.resource_version)
-    events, _ = raw_watch(
-        kube_api, f"/api/v1/nodes?watch=1&resourceVersion={current}&timeoutSeconds=1"
-    )
-    assert events == []
-
-
-def test_compaction_spares_watches_that_are_up_to_date(
-    kube_api: FakeKubeAPI, core: CoreV1Api
-) -> None:
-    """compact() expires old versions but an open, caught-up watch keeps receiving events."""
-    kube_api.apply(node("node-a"))
-    rv = list_version(core.list_node())
-
-    def mutate() -> None:
-        kube_api.wait_for_watches("nodes", 1)
-        kube_api.compact()
-        kube_api.apply(node("node-b"))
-
-    worker = in_background(mutate)
-    watch = new_watch()
-    events = take(watch.stream(core.list_node, resource_version=rv, timeout_seconds=5), watch, 1)
-    worker.join()
-    assert summary(events) == [("ADDED", "node-b")]
-
-
-def test_deserialize_false_breaks_on_error_events(kube_api: FakeKubeAPI, core: CoreV1Api) -> None:
-    """kubernetes 37.0.2's Watch.stream(deserialize=False) raises KeyError on an ERROR event."""
-    kube_api.apply(node("node-a"))
-    kube_api.apply(node("node-b"))
-    kube_api.compact()
-    with pytest.raises(KeyError, match="raw_object"):
-        list(
-            new_watch().stream(
-                core.list_node, resource_version="1", timeout_seconds=5, deserialize=False
-            )
-        )
-
-
-def test_history_overflow_and_load_expire_older_versions(kube_api: FakeKubeAPI) -> None:
-    """Versions older than the bounded history, or than a load(), get the 410 ERROR event."""
-    small = FakeKubeAPI(history=3).start()
-    try:
-        for i in range(5):
-            small.apply(node(f"node-{i}"))
-        events, _ = raw_watch(small, "/api/v1/nodes?watch=1&resourceVersion=1")
-        assert [e["type"] for e in events] == ["ERROR"]
-        events, _ = raw_watch(small, "/api/v1/nodes?watch=1&resourceVersion=2&timeoutSeconds=1")
-        assert [e["object"]["metadata"]["name"] for e in events] == ["node-2", "node-3", "node-4"]
-    finally:
-        small.stop()
-
-    kube_api.apply(node("node-a"))
-    before = kube_api.resource_version
-    kube_api.load([node("node-b")])
-    events, _ = raw_watch(kube_api, f"/api/v1/nodes?watch=1&resourceVersion={before}")
-    assert [e["type"] for e in events] == ["ERROR"]
-
-
-def test_expired_continue_token_gets_410(kube_api: FakeKubeAPI, core: CoreV1Api) -> None:
-    """A continue token whose snapshot was compacted away gets 410 Gone, reason Expired."""
-    kube_api.load(node(f"node-{i}") for i in range(4))
-    first = core.list_node(limit=2)
-    kube_api.compact()
-    with pytest.raises(ApiException) as raised:
-        core.list_node(limit=2, _continue=continue_token(first))
-    assert raised.value.status == 410
-    assert body_of(raised.value)["reason"] == "Expired"
-
-
-# --- faults ----------------------------------------------------------------------------------
-
-
-def test_injected_failures_hit_the_next_requests_only(
-    kube_api: FakeKubeAPI, core: CoreV1Api
-) -> None:
-    """fail(resource, 500, times=2) fails exactly the next two requests for that resource."""
-    kube_api.apply(node("node-a"))
-    kube_api.fail("nodes", status=500, times=2)
-    for _ in range(2):
-        with pytest.raises(ApiException) as raised:
-            core.list_node()
-        assert raised.value.status == 500
-        assert body_of(raised.value)["reason"] == "InternalError"
-    core.list_service_for_all_namespaces()
-    assert [name_of(n) for n in core.list_node().items] == ["node-a"]
-
-    kube_api.fail("services", status=503, times=None)
-    for _ in range(3):
-        with pytest.raises(ApiException, match="503"):
-            core.list_service_for_all_namespaces()
-    kube_api.clear_faults()
-    core.list_service_for_all_namespaces()
-
-
-def test_forbid_gives_403_until_cleared(kube_api: FakeKubeAPI, core: CoreV1Api) -> None:
-    """forbid() answers lists and watches with 403 Forbidden until clear_faults()."""
-    kube_api.forbid("events")
-    with pytest.raises(ApiException) as raised:
-        core.list_event_for_all_namespaces()
-    assert raised.value.status == 403
-    body = body_of(raised.value)
-    assert body["reason"] == "Forbidden"
-    assert 'cannot list resource "events"' in body["message"]
-    with pytest.raises(ApiException) as raised:
-        list(new_watch().stream(core.list_event_for_all_namespaces, timeout_seconds=1))
-    assert raised.value.status == 403
-    kube_api.clear_faults()
-    assert core.list_event_for_all_namespaces().items == []
-
-
-def test_stall_delays_responses(kube_api: FakeKubeAPI, core: CoreV1Api) -> None:
-    """stall(resource, seconds) delays that resource's responses and no other's."""
-    kube_api.stall("nodes", 0.3)
-    started = time.monotonic()
-    core.list_service_for_all_namespaces()
-    assert time.monotonic() - started < 0.25
-    core.list_node()
-    assert time.monotonic() - started >= 0.3
-
-
-def test_drop_watches_ends_streams_midway(kube_api: FakeKubeAPI, core: CoreV1Api) -> None:
-    """drop_watches() aborts open streams, which the client sees as a broken response."""
-    received: list[str] = []
-
-    def mutate() -> None:
-        kube_api.wait_for_watches("nodes", 1)
-        kube_api.apply(node("node-a"))
-        deadline = time.monotonic() + 5
-        while not received and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert kube_api.drop_watches("nodes") == 1
-
-    worker = in_background(mutate)
-    started = time.monotonic()
-    stream = new_watch().stream(core.list_node, resource_version="0", timeout_seconds=10)
-    with pytest.raises(urllib3.exceptions.ProtocolError):
-        received.extend(ev["object"].metadata.name for ev in stream)
-    worker.join()
-    assert received == ["node-a"]
-    assert time.monotonic() - started < 5
-    assert kube_api.open_watches("nodes") == 0
-
-
-def test_down_refuses_connections_and_up_serves_the_same_port(
-    kube_api: FakeKubeAPI, core: CoreV1Api
-) -> None:
-    """down() refuses connections (and ends open watches); up() serves again on the same port."""
-    kube_api.apply(node("node-a"))
-    url = kube_api.url
-    core.list_node()
-    kube_api.down()
-    with pytest.raises(ConnectionRefusedError):
-        socket.create_connection((kube_api.host, kube_api.port), timeout=2).close()
-    with pytest.raises(urllib3.exceptions.MaxRetryError):
-        core.list_node()
-    kube_api.up()
-    assert kube_api.url == url
-    assert [name_of(n) for n in core.list_node().items] == ["node-a"]
-
-
-def test_wait_for_watches_times_out(kube_api: FakeKubeAPI) -> None:
-    """wait_for_watches raises TimeoutError when the watches do not open in time."""
-    with pytest.raises(TimeoutError):
-        kube_api.wait_for_watches("services", 1, timeout=0.1)
-
-
 # --- plumbing --------------------------------------------------------------------------------
 
 
@@ -679,6 +185,7 @@ def test_discovery_unknown_paths_and_request_log(kube_api: FakeKubeAPI, core: Co
     assert not last.watch
 
 
+@pytest.mark.server
 def test_require_token_rejects_requests_without_it(tmp_path: Path) -> None:
     """With require_token, a request without the kubeconfig's bearer token gets 401."""
     with FakeKubeAPI(require_token=True) as api:
@@ -693,30 +200,6 @@ def test_require_token_rejects_requests_without_it(tmp_path: Path) -> None:
 
 
 # --- other resources, throttling, malformed versions -----------------------------------------
-
-
-def daemon_set(namespace: str, name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "selector": {"matchLabels": {"k8s-app": name}},
-            "template": {
-                "metadata": {"labels": {"k8s-app": name}},
-                "spec": {"containers": [{"name": name, "image": f"{name}:1"}]},
-            },
-        },
-    }
-
-
-def config_map(namespace: str, name: str, data: dict[str, str]) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": namespace},
-        "data": data,
-    }
 
 
 def test_daemon_sets_and_config_maps_are_served(

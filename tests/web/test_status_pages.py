@@ -402,6 +402,7 @@ def test_zone_loss_card_names_each_zone() -> None:
     assert b"If a zone is lost" in html
 
 
+@pytest.mark.server
 def test_the_footer_names_the_snapshot_file_not_its_folders(tmp_path: Path) -> None:
     """The page answers anyone who reaches the port: a path would show users and layouts."""
     folder = tmp_path / "home-alice-clusters"
@@ -552,6 +553,7 @@ def test_margin_is_said_in_explains_words_on_the_list_and_the_page(
 SHARD_NOTICE = "Shard 1 of 2 (numbered from 0): counts cover only the Services this shard owns"
 
 
+@pytest.mark.server
 def test_a_sharded_exporter_says_its_pages_cover_its_shard_only(tmp_path: Path) -> None:
     """`serve --shard 1 --total-shards 2`: the list and each Service page say which shard
     they show; an exporter that is not sharded says nothing of shards."""

@@ -24,6 +24,8 @@ from exporter.engine.whatif.converged import converged_proxy_view, routes_locall
 
 
 class Change(StrEnum):
+    """How a scenario changes an entry's hints: lost, gained, refused for another reason, or not."""
+
     LOSES_HINTS = "loses-hints"
     GAINS_HINTS = "gains-hints"
     REASON_CHANGED = "reason-changed"
@@ -61,7 +63,7 @@ def entry_outcome(
 
 @dataclass(frozen=True, slots=True)
 class EntryChange:
-    """How one entry changes under a scenario, with its outcome on each side."""
+    """One entry's outcome before and after a scenario, and the kind of change between them."""
 
     key: tuple[str, str, str]
     change: Change

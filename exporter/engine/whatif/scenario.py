@@ -39,6 +39,8 @@ class Cluster:
 
 @dataclass(frozen=True, slots=True)
 class LoseZone:
+    """A scenario step: every node of one zone is gone."""
+
     zone: str
 
     def describe(self) -> dict[str, str]:
@@ -47,6 +49,8 @@ class LoseZone:
 
 @dataclass(frozen=True, slots=True)
 class LoseNodes:
+    """A scenario step: the named nodes are gone."""
+
     names: tuple[str, ...]
 
     def describe(self) -> dict[str, str]:
@@ -55,6 +59,8 @@ class LoseNodes:
 
 @dataclass(frozen=True, slots=True)
 class Scale:
+    """A scenario step: one Service runs this many ready endpoints."""
+
     namespace: str
     name: str
     endpoints: int

@@ -34,6 +34,7 @@ def _service_info(result: ServiceResult) -> Iterator[Sample]:
             service.traffic_distribution or "",
             service.internal_traffic_policy or "",
             "true" if service.proxied else "false",
+            "true" if service.controller_synced else "false",
         ),
         1.0,
     )
@@ -45,11 +46,19 @@ SERVICE_INFO = _declare(
     Scope.SERVICE,
     "1 per exported Service, with its hint mechanism, the raw trafficDistribution and "
     "internalTrafficPolicy fields (empty when unset), and whether a data plane proxies it "
-    "(false for headless and ExternalName Services, whose hints no data plane reads).",
+    "(false for headless and ExternalName Services, whose hints no data plane reads), and "
+    "whether the EndpointSlice controller syncs it (false for Services without a selector "
+    "and ExternalName Services, whose slices, if any, are made by something else).",
     each_service(
         _service_info,
     ),
-    labels=("mechanism", "traffic_distribution", "internal_traffic_policy", "proxied"),
+    labels=(
+        "mechanism",
+        "traffic_distribution",
+        "internal_traffic_policy",
+        "proxied",
+        "controller_synced",
+    ),
 )
 SERVICE_CONFIG_ISSUE = _declare(
     "service_config_issue",

@@ -1,0 +1,599 @@
+"""The real kube-proxy on simulated nodes, and the endpoints its rules send a Service to.
+
+Each simulated node is a network namespace of its own (`ip netns add`), where upstream
+kube-proxy runs in nftables mode named as its Node (`hostnameOverride`), from a
+KubeProxyConfiguration file: no conntrack sysctl is written (`maxPerCore: 0` and zero
+timeouts), its health and metrics servers bind the namespace's own loopback. It reaches the
+real API server through a relay that never leaves loopback: socat inside the namespace
+listens on the namespace's 127.0.0.1 at the API server's own port (so the suite's URL and
+CA hold unchanged) and forwards over a unix socket to one socat in the root namespace,
+which connects to the API server's 127.0.0.1 port. kube-proxy is the ServiceAccount
+kube-system/kube-proxy bound to the bootstrap ClusterRole system:node-proxier, as kubeadm
+installs it, with a token from the TokenRequest API.
+
+The rules, as upstream pkg/proxy/nftables/proxier.go names them in table `ip kube-proxy`:
+
+- map `service-ips`: `CLUSTER-IP . PROTOCOL . PORT : goto CHAIN`, where CHAIN is
+  `service-HASH-NS/NAME/PROTOCOL/PORTNAME` (Cluster policy) or `local-HASH-...`
+  (internalTrafficPolicy Local); CHAIN holds `dnat to IP:PORT` for one endpoint, else
+  `dnat ip addr . port to numgen random mod N map { I : IP . PORT, ... }`; with ClientIP
+  session affinity `numgen random mod N vmap { I : goto endpoint-HASH-...__IP/PORT }`,
+  each endpoint chain a `dnat to IP:PORT`;
+- map `no-endpoint-services`: `CLUSTER-IP . PROTOCOL . PORT : drop` (internalTrafficPolicy
+  Local, no local endpoint, endpoints elsewhere) or `: goto reject-chain` (no usable
+  endpoint at all).
+
+`Destination` is what one node does with one Service port: DNAT to a set of endpoints,
+drop, reject, or nothing programmed yet. The exporter's routing gives the same: the
+endpoints its `kube-proxy` data plane hands that node (`clientsets.Given`, section 13),
+DNAT when there are some, drop for `no-endpoints` (the policy's drop), reject for an empty
+`cluster` (nothing usable anywhere).
+
+Freshness without a sleep: a selectorless marker Service is changed last (its port and its
+hand-written slice's one endpoint name a generation); once every node's rules DNAT the
+marker's new port to the new endpoint, kube-proxy has synced from caches holding every
+earlier Service and EndpointSlice event (a watch delivers events in order), and the
+cluster, settled before, has not changed since.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes.client.exceptions import ApiException
+
+from exporter.engine.clientsets import Given
+from exporter.engine.context import node_context
+from exporter.engine.evaluate import evaluate_entry, service_inputs
+from exporter.engine.model import EndpointSlice
+from exporter.engine.profile import ProfileFlags
+from exporter.engine.routing import DataPlane, Routing
+from exporter.sources.snapshot import load_snapshot
+from tests.realcluster.binaries import KubeBinaries
+from tests.realcluster.cluster import RealCluster
+from tests.realcluster.controlplane import ControlPlane
+from tests.realcluster.processes import ServerProcess, StartError
+
+Json = dict[str, Any]
+
+TABLE = ("ip", "kube-proxy")
+SERVICE_IPS = "service-ips"
+NO_ENDPOINT_SERVICES = "no-endpoint-services"
+PROXY_NAMESPACE = "kube-system"
+PROXY_ACCOUNT = "kube-proxy"
+# The bootstrap role kubeadm binds kube-proxy's ServiceAccount to.
+NODE_PROXIER = "system:node-proxier"
+START_TIMEOUT = 90.0
+SYNC_TIMEOUT = 60.0
+POLL = 0.2
+# The marker's port is MARKER_PORT_BASE + generation; its endpoint 10.255.0.<generation>.
+MARKER = "sync-marker"
+MARKER_PORT_BASE = 1000
+MARKER_TARGET_PORT = 9000
+TOKEN_SECONDS = 3600
+
+
+def _run(*argv: str) -> str:
+    completed = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=60)
+    if completed.returncode != 0:
+        raise StartError(f"{' '.join(argv)}: {completed.stderr.strip() or completed.stdout}")
+    return completed.stdout
+
+
+def in_namespace(netns: str, *argv: str) -> list[str]:
+    return ["ip", "netns", "exec", netns, *argv]
+
+
+# --- what the rules say -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, order=True)
+class Destination:
+    """What one node does with traffic to one Service port."""
+
+    verdict: str  # "dnat", "drop", "reject", or "absent" (nothing programmed)
+    endpoints: frozenset[tuple[str, int]] = frozenset()
+
+    def __str__(self) -> str:
+        if self.verdict != "dnat":
+            return self.verdict
+        return "dnat " + ", ".join(f"{ip}:{port}" for ip, port in sorted(self.endpoints))
+
+
+ABSENT = Destination("absent")
+DROP = Destination("drop")
+REJECT = Destination("reject")
+
+
+def _key(element: Any) -> tuple[str, str, int] | None:
+    if isinstance(element, dict) and "elem" in element:  # an element with a comment
+        element = element["elem"]["val"]
+    parts = element.get("concat") if isinstance(element, dict) else None
+    if not parts or len(parts) != 3:  # address . protocol . port
+        return None
+    return (str(parts[0]), str(parts[1]), int(parts[2]))
+
+
+class Rules:
+    """kube-proxy's table of one node (`nft -j list table ip kube-proxy`), read."""
+
+    def __init__(self, document: Json) -> None:
+        self.maps: dict[str, dict[tuple[str, str, int], Json]] = {}
+        self.chains: dict[str, list[list[Json]]] = {}
+        for item in document.get("nftables", []):
+            if "map" in item:
+                entries = self.maps.setdefault(item["map"]["name"], {})
+                for element, verdict in item["map"].get("elem", []):
+                    key = _key(element)
+                    if key is not None:
+                        entries[key] = verdict
+            elif "chain" in item:
+                self.chains.setdefault(item["chain"]["name"], [])
+            elif "rule" in item:
+                rule = item["rule"]
+                self.chains.setdefault(rule["chain"], []).append(rule.get("expr", []))
+
+    def destination(self, cluster_ip: str, port: int, protocol: str = "tcp") -> Destination:
+        key = (cluster_ip, protocol, port)
+        verdict = self.maps.get(SERVICE_IPS, {}).get(key)
+        if verdict is not None and "goto" in verdict:
+            return Destination("dnat", frozenset(self._dnat_targets(verdict["goto"]["target"])))
+        verdict = self.maps.get(NO_ENDPOINT_SERVICES, {}).get(key)
+        if verdict is None:
+            return ABSENT
+        if "drop" in verdict:
+            return DROP
+        if verdict.get("goto", {}).get("target") == "reject-chain":
+            return REJECT
+        return Destination(f"? {json.dumps(verdict)}")
+
+    def _dnat_targets(self, chain: str, depth: int = 0) -> Iterator[tuple[str, int]]:
+        """Every IP:port the chain DNATs to, following its gotos into endpoint chains (the
+        affinity rules and the numgen vmap name the same chains)."""
+        if depth > 2:  # service chain -> endpoint chain, no deeper
+            return
+        for expressions in self.chains.get(chain, []):
+            for expression in expressions:
+                if "dnat" in expression:
+                    yield from _dnat(expression["dnat"])
+                for target in _gotos(expression):
+                    if "/" in target:  # the per-Service and per-endpoint chains only
+                        yield from self._dnat_targets(target, depth + 1)
+
+
+def _dnat(statement: Json) -> Iterator[tuple[str, int]]:
+    address = statement.get("addr")
+    if isinstance(address, str):
+        yield (address, int(statement["port"]))
+        return
+    if isinstance(address, dict) and "map" in address:
+        for _index, target in address["map"]["data"]["set"]:
+            ip, port = target["concat"]
+            yield (str(ip), int(port))
+
+
+def _gotos(expression: Json) -> Iterator[str]:
+    if "goto" in expression:
+        yield str(expression["goto"]["target"])
+    if "vmap" in expression:
+        for _index, verdict in expression["vmap"]["data"]["set"]:
+            if "goto" in verdict:
+                yield str(verdict["goto"]["target"])
+
+
+# --- the exporter's side ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The exporter's routing of one Service for one node, and the destination it means."""
+
+    routing: Routing
+    destination: Destination
+
+
+@dataclass(frozen=True)
+class ServicePort:
+    """A Service's one port as kube-proxy keys it, and the port its endpoints serve."""
+
+    namespace: str
+    name: str
+    cluster_ip: str
+    port: int
+    protocol: str
+    target_port: int | None
+
+
+def service_ports(dump: Json) -> dict[tuple[str, str], ServicePort]:
+    """The Services of a kubectl dump with a ClusterIP and one port, and their slices' port."""
+    target: dict[tuple[str, str], int] = {}
+    for item in dump["items"]:
+        if item.get("kind") == "EndpointSlice" and item.get("ports"):
+            owner = item["metadata"].get("labels", {}).get("kubernetes.io/service-name")
+            if owner is not None and item["ports"][0].get("port") is not None:
+                target[(item["metadata"]["namespace"], owner)] = int(item["ports"][0]["port"])
+    found: dict[tuple[str, str], ServicePort] = {}
+    for item in dump["items"]:
+        spec = item.get("spec", {})
+        if item.get("kind") != "Service" or spec.get("clusterIP") in {None, "None"}:
+            continue
+        ports = spec.get("ports") or []
+        assert len(ports) == 1, f"the harness gives each Service one port: {item['metadata']}"
+        key = (item["metadata"]["namespace"], item["metadata"]["name"])
+        found[key] = ServicePort(
+            key[0],
+            key[1],
+            spec["clusterIP"],
+            int(ports[0]["port"]),
+            ports[0].get("protocol", "TCP").lower(),
+            target.get(key),
+        )
+    return found
+
+
+def exporter_routing(
+    dump_path: Path, nodes: Sequence[str], kubernetes_minor: int
+) -> dict[tuple[str, str, str], Expected]:
+    """(node, namespace, name) -> the exporter's `kube-proxy` routing for that node and the
+    destination it means, for every IPv4 entry of the dump (`evaluate`'s own engine path)."""
+    dump = json.loads(dump_path.read_bytes())
+    ports = service_ports(dump)
+    snapshot = load_snapshot(str(dump_path))
+    profile = ProfileFlags(kubernetes_minor=kubernetes_minor).profile()
+    context = node_context(snapshot.nodes, (DataPlane.KUBE_PROXY,), profile)
+    grouped: dict[tuple[str, str], list[EndpointSlice]] = {}
+    for endpoint_slice in snapshot.endpoint_slices:
+        if endpoint_slice.service_name is not None:
+            owner = (endpoint_slice.namespace, endpoint_slice.service_name)
+            grouped.setdefault(owner, []).append(endpoint_slice)
+    expected: dict[tuple[str, str, str], Expected] = {}
+    for service in snapshot.services:
+        port = ports.get(service.key)
+        if port is None or service.key not in grouped:
+            continue
+        for inputs in service_inputs(service, grouped[service.key], profile=profile):
+            if inputs.address_type != "IPv4":
+                continue
+            view = evaluate_entry(inputs, context).routing[DataPlane.KUBE_PROXY]
+            given = Given(DataPlane.KUBE_PROXY, inputs.endpoints)
+            for node in nodes:
+                zone = context.nodes.zone_of[node]
+                routing = view.by_node.get(node, view.by_zone[zone].routing)
+                addresses = {e.address for e in given.endpoints(routing, zone, node) if e.address}
+                if addresses:
+                    assert port.target_port is not None
+                    destination = Destination(
+                        "dnat", frozenset((address, port.target_port) for address in addresses)
+                    )
+                elif routing is Routing.NO_ENDPOINTS:
+                    destination = DROP
+                else:
+                    destination = REJECT
+                expected[(node, *service.key)] = Expected(routing, destination)
+    return expected
+
+
+def routing_counts(
+    expected: Mapping[tuple[str, str, str], Expected], zone_of: Mapping[str, str]
+) -> dict[tuple[str, str], dict[str, dict[str, int]]]:
+    """(namespace, name) -> zone -> routing -> nodes: `evaluate`'s `routing` block."""
+    counts: dict[tuple[str, str], dict[str, Counter[str]]] = {}
+    for (node, namespace, name), item in expected.items():
+        zones = counts.setdefault((namespace, name), {})
+        zones.setdefault(zone_of[node], Counter())[str(item.routing)] += 1
+    return {
+        key: {zone: dict(counter) for zone, counter in zones.items()}
+        for key, zones in counts.items()
+    }
+
+
+# --- the processes ------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _exists_already() -> Iterator[None]:
+    """A create answered 409 Conflict is no error here; any other answer is."""
+    try:
+        yield
+    except ApiException as error:
+        if error.status != HTTPStatus.CONFLICT:
+            raise
+
+
+def proxy_identity(cluster: RealCluster, folder: Path) -> Path:
+    """kube-proxy's ServiceAccount, bound to system:node-proxier as kubeadm binds it, and a
+    kubeconfig with a TokenRequest token for it."""
+    # Either may be there already, from an earlier use of the session's control plane.
+    with _exists_already():
+        cluster.core.create_namespaced_service_account(
+            PROXY_NAMESPACE, {"metadata": {"name": PROXY_ACCOUNT}}
+        )
+    with _exists_already():
+        cluster.rbac.create_cluster_role_binding(
+            {
+                "metadata": {"name": "suite:node-proxier"},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": NODE_PROXIER,
+                },
+                "subjects": [
+                    {"kind": "ServiceAccount", "name": PROXY_ACCOUNT, "namespace": PROXY_NAMESPACE}
+                ],
+            }
+        )
+    answer = cluster.core.create_namespaced_service_account_token(
+        PROXY_ACCOUNT, PROXY_NAMESPACE, {"spec": {"expirationSeconds": TOKEN_SECONDS}}
+    )
+    return cluster.plane.write_kubeconfig(
+        folder / "kube-proxy.kubeconfig", str(answer.status.token), PROXY_ACCOUNT
+    )
+
+
+@dataclass
+class ProxyNode:
+    """One simulated node: its network namespace, its end of the relay, its kube-proxy."""
+
+    node: str
+    netns: str
+    folder: Path
+    relay: ServerProcess | None = field(default=None, repr=False)
+    proxy: ServerProcess | None = field(default=None, repr=False)
+
+    def rules(self) -> Rules:
+        table = _run(*in_namespace(self.netns, "nft", "-j", "list", "table", *TABLE))
+        return Rules(json.loads(table))
+
+    def rules_or_none(self) -> Rules | None:
+        try:
+            return self.rules()
+        except StartError:  # the table is not there yet
+            return None
+
+    def check_running(self) -> None:
+        for server in (self.relay, self.proxy):
+            if server is not None and not server.running:
+                raise StartError(f"{server.name} exited:\n{_tail(server.log)}")
+
+    def stop(self) -> None:
+        for server in (self.proxy, self.relay):
+            if server is not None:
+                server.stop()
+        self.proxy = self.relay = None
+        subprocess.run(["ip", "netns", "del", self.netns], capture_output=True, check=False)
+
+
+def _tail(path: Path, lines: int = 30) -> str:
+    with contextlib.suppress(OSError):
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    return "(no log)"
+
+
+def proxy_config(node: str, kubeconfig: Path) -> Json:
+    """The KubeProxyConfiguration of one node (kubeproxy.config.k8s.io/v1alpha1)."""
+    return {
+        "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
+        "kind": "KubeProxyConfiguration",
+        "clientConnection": {"kubeconfig": str(kubeconfig)},
+        "hostnameOverride": node,
+        "mode": "nftables",
+        "clusterCIDR": "10.200.0.0/16",
+        # The namespace's own loopback: every node may use the default ports.
+        "healthzBindAddress": "127.0.0.1:10256",
+        "metricsBindAddress": "127.0.0.1:10249",
+        "oomScoreAdj": 0,
+        # Zero: kube-proxy writes no nf_conntrack sysctl.
+        "conntrack": {
+            "maxPerCore": 0,
+            "tcpEstablishedTimeout": "0s",
+            "tcpCloseWaitTimeout": "0s",
+        },
+        # Verbosity 2 logs why a node ignores hints ("Ignoring same-zone topology hints").
+        "logging": {"verbosity": 2},
+    }
+
+
+class ProxyFleet:
+    """The simulated nodes of one control plane: the root end of the relay, one
+    `ProxyNode` per node; `close()` stops them all and removes their namespaces."""
+
+    def __init__(
+        self, binaries: KubeBinaries, cluster: RealCluster, folder: Path, tag: str | None = None
+    ) -> None:
+        self.binaries = binaries
+        self.cluster = cluster
+        self.plane: ControlPlane = cluster.plane
+        self.folder = folder
+        self.tag = tag or f"thx{os.getpid()}"
+        self.socket = folder / "relay.sock"
+        self.nodes: dict[str, ProxyNode] = {}
+        self.root_relay: ServerProcess | None = None
+        self.kubeconfig: Path | None = None
+
+    def _start_root_relay(self) -> None:
+        self.socket.unlink(missing_ok=True)
+        self.root_relay = ServerProcess(
+            "relay (root namespace)",
+            [
+                "socat",
+                f"UNIX-LISTEN:{self.socket},fork,mode=600",
+                f"TCP:127.0.0.1:{self.plane.apiserver_port}",
+            ],
+            self.folder / "relay-root.log",
+        )
+        self.root_relay.start()
+        self.root_relay.wait_ready(self.socket.exists, START_TIMEOUT)
+
+    def start(self, node: str) -> ProxyNode:
+        """A namespace for `node` (its Node must exist, with an InternalIP), the relay's
+        end in it, and kube-proxy named as the Node; ready once its table exists."""
+        if self.root_relay is None:
+            self._start_root_relay()
+        if self.kubeconfig is None:
+            self.kubeconfig = proxy_identity(self.cluster, self.folder)
+        folder = self.folder / node
+        folder.mkdir(parents=True, exist_ok=True)
+        member = ProxyNode(node, f"{self.tag}-{node}", folder)
+        self.nodes[node] = member
+        subprocess.run(["ip", "netns", "del", member.netns], capture_output=True, check=False)
+        _run("ip", "netns", "add", member.netns)
+        _run(*in_namespace(member.netns, "ip", "link", "set", "lo", "up"))
+        port = self.plane.apiserver_port
+        member.relay = ServerProcess(
+            f"relay ({node})",
+            in_namespace(
+                member.netns,
+                "socat",
+                f"TCP-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr",
+                f"UNIX-CONNECT:{self.socket}",
+            ),
+            folder / "relay.log",
+        )
+        member.relay.start()
+        member.relay.wait_ready(lambda: _listening(member.netns, port), START_TIMEOUT)
+        config = folder / "kube-proxy.yaml"
+        config.write_text(yaml.safe_dump(proxy_config(node, self.kubeconfig)))
+        member.proxy = ServerProcess(
+            f"kube-proxy ({node})",
+            in_namespace(member.netns, str(self.binaries.kube_proxy), f"--config={config}"),
+            folder / "kube-proxy.log",
+        )
+        member.proxy.start()
+        member.proxy.wait_ready(lambda: _has_service_ips(member), START_TIMEOUT)
+        return member
+
+    def remove(self, node: str) -> None:
+        """Stop the node's kube-proxy (before its Node goes: kube-proxy exits on that)."""
+        member = self.nodes.pop(node, None)
+        if member is not None:
+            member.stop()
+
+    def close(self) -> None:
+        for node in list(self.nodes):
+            self.remove(node)
+        if self.root_relay is not None:
+            self.root_relay.stop()
+            self.root_relay = None
+        self.socket.unlink(missing_ok=True)
+
+    def rules(self) -> dict[str, Rules]:
+        return {node: member.rules() for node, member in sorted(self.nodes.items())}
+
+    def wait_synced(
+        self, cluster_ip: str, port: int, endpoint: tuple[str, int], timeout: float = SYNC_TIMEOUT
+    ) -> dict[str, Rules]:
+        """Every node's rules once each DNATs `cluster_ip:port` to `endpoint` (the marker)."""
+        wanted = Destination("dnat", frozenset({endpoint}))
+        deadline = time.monotonic() + timeout
+        while True:
+            seen: dict[str, Destination] = {}
+            for node, member in sorted(self.nodes.items()):
+                member.check_running()
+                rules = member.rules_or_none()
+                seen[node] = ABSENT if rules is None else rules.destination(cluster_ip, port)
+            if all(destination == wanted for destination in seen.values()):
+                return self.rules()
+            if time.monotonic() > deadline:
+                lines = [f"{node}: {destination}" for node, destination in seen.items()]
+                raise AssertionError(f"kube-proxy did not sync {wanted}:\n" + "\n".join(lines))
+            time.sleep(POLL)
+
+
+def _listening(netns: str, port: int) -> bool:
+    listed = _run(*in_namespace(netns, "ss", "-Hltn", f"sport = :{port}"))
+    return bool(listed.strip())
+
+
+def _has_service_ips(member: ProxyNode) -> bool:
+    rules = member.rules_or_none()
+    return rules is not None and SERVICE_IPS in rules.maps
+
+
+@contextlib.contextmanager
+def fleet(binaries: KubeBinaries, cluster: RealCluster, folder: Path) -> Iterator[ProxyFleet]:
+    """A `ProxyFleet` for the block, every process stopped and namespace removed after."""
+    found = ProxyFleet(binaries, cluster, folder)
+    try:
+        yield found
+    finally:
+        found.close()
+
+
+def requirements() -> list[str]:
+    """What this machine lacks to run kube-proxy in namespaces ("" list when nothing)."""
+    missing = [name for name in ("ip", "nft", "socat", "ss") if shutil.which(name) is None]
+    if os.geteuid() != 0:
+        missing.append("root (network namespaces)")
+    return missing
+
+
+# --- the marker -------------------------------------------------------------------------
+
+
+def marker_slice(generation: int) -> Json:
+    return {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {"name": MARKER, "labels": {"kubernetes.io/service-name": MARKER}},
+        "addressType": "IPv4",
+        "ports": [{"name": "", "port": MARKER_TARGET_PORT, "protocol": "TCP"}],
+        "endpoints": [{"addresses": [f"10.255.0.{generation}"], "conditions": {"ready": True}}],
+    }
+
+
+def bump_marker(cluster: RealCluster, namespace: str, generation: int) -> tuple[str, int]:
+    """Point the marker at `generation` (created on first use); its ClusterIP and port."""
+    port = MARKER_PORT_BASE + generation
+    ports = [{"port": port, "targetPort": MARKER_TARGET_PORT, "protocol": "TCP"}]
+    existing = cluster.core.list_namespaced_service(namespace).items
+    if not any(service.metadata.name == MARKER for service in existing):
+        cluster.create_service(namespace, {"metadata": {"name": MARKER}, "spec": {"ports": ports}})
+        cluster.discovery.create_namespaced_endpoint_slice(namespace, marker_slice(generation))
+    else:
+        # A JSON patch: a strategic merge would add the port beside the old one.
+        cluster.core.patch_namespaced_service(
+            MARKER, namespace, [{"op": "replace", "path": "/spec/ports", "value": ports}]
+        )
+        cluster.discovery.replace_namespaced_endpoint_slice(
+            MARKER, namespace, marker_slice(generation)
+        )
+    service = cluster.core.read_namespaced_service(MARKER, namespace)
+    return str(service.spec.cluster_ip), port
+
+
+def compare(
+    rules: Mapping[str, Rules],
+    expected: Mapping[tuple[str, str, str], Expected],
+    ports: Mapping[tuple[str, str], ServicePort],
+    services: Iterable[tuple[str, str]],
+) -> tuple[int, list[str]]:
+    """(pairs compared, disagreements): each node's programmed destination of each Service
+    against the exporter's routing for that node."""
+    compared = 0
+    problems: list[str] = []
+    for key in services:
+        port = ports[key]
+        for node, node_rules in rules.items():
+            compared += 1
+            programmed = node_rules.destination(port.cluster_ip, port.port, port.protocol)
+            wanted = expected.get((node, *key))
+            if wanted is None:
+                problems.append(f"{node} {key[0]}/{key[1]}: the exporter has no routing")
+            elif programmed != wanted.destination:
+                problems.append(
+                    f"{node} {key[0]}/{key[1]}: kube-proxy {programmed}; "
+                    f"exporter {wanted.routing} -> {wanted.destination}"
+                )
+    return compared, problems
