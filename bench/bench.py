@@ -469,6 +469,22 @@ def cpu_model() -> str:
     return "unknown processor"
 
 
+def real_api_cost(scale: str, runs: int, ksm_binary: Path | None) -> dict[str, Any] | None:
+    """bench/apicost.py in a process of its own (it runs the real-cluster harness), its
+    tables printed here; its JSON, or None when the upstream binaries are not built."""
+    with tempfile.TemporaryDirectory() as folder:
+        result = Path(folder) / "api-cost.json"
+        command = [sys.executable, str(Path(__file__).with_name("apicost.py")), "--scale", scale]
+        command += ["--runs", str(runs), "--ksm", str(ksm_binary or "skip"), "--json", str(result)]
+        print(f"\n### what the real kube-apiserver pays (bench/apicost.py --scale {scale})\n")
+        sys.stdout.flush()
+        if subprocess.run(command, check=False).returncode != 0 or not result.exists():
+            print("skipped: bench/apicost.py failed (make kube-binaries builds what it needs)")
+            return None
+        document: dict[str, Any] = orjson.loads(result.read_bytes())
+        return document
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -496,6 +512,14 @@ def main(argv: list[str] | None = None) -> int:
         metavar="build|skip|PATH",
         help="kube-state-metrics beside the exporter: the pinned build of tools/ksm (built "
         "when absent; the default), a binary's path, or skip",
+    )
+    parser.add_argument(
+        "--api-cost",
+        default="0.3",
+        metavar="SCALE|skip",
+        help="what the real kube-apiserver pays for a start of the exporter and of KSM "
+        "(bench/apicost.py) at this scale; 0.3 (the default) loads through the API in minutes "
+        "on 2 cores, 1 in about 16; skip, or skipped when make kube-binaries has not run",
     )
     args = parser.parse_args(argv)
     try:
@@ -525,6 +549,9 @@ def main(argv: list[str] | None = None) -> int:
     growth = growth_report(reports)
     if len(reports) > 1:
         print_growth(reports, growth)
+    api_cost = (
+        None if args.api_cost == "skip" else real_api_cost(args.api_cost, args.runs, ksm_binary)
+    )
     if args.json:
         document = {
             "python": sys.version.split()[0],
@@ -536,6 +563,7 @@ def main(argv: list[str] | None = None) -> int:
             "definitions": {figure.key: asdict(figure) for figure in FIGURES},
             "scales": reports,
             "growth": growth,
+            "api_cost": api_cost,
         }
         Path(args.json).write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2))
     return 0

@@ -173,6 +173,10 @@ def markdown(report: dict[str, Any]) -> str:
             parts.append(ksm_table(result))
     if len(report["scales"]) > 1:
         parts.append(growth_table(report))
+    if report.get("api_cost"):
+        cost = report["api_cost"]
+        parts.append(f"### What the real kube-apiserver pays\n\n{cost['header']}")
+        parts.append(cost["table"])
     return "\n\n".join(parts) + "\n"
 
 

@@ -7,8 +7,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from bench.apicost import ROWS as API_COST_ROWS
 from bench.ksm import built_binary
 from tests.conftest import PROJECT_ROOT
+from tests.realcluster.binaries import kube_binaries
+
+# The benchmark's children serve (the test API server, the exporter, kube-state-metrics and
+# kube-apiserver), out of sight of tests/quick.py's guard, which sees only this process's.
+pytestmark = pytest.mark.server
 
 ROWS = (
     "change -> /metrics, p50",
@@ -53,10 +61,13 @@ def test_benchmark_prints_every_row(tmp_path: Path) -> None:
     and kube-state-metrics beside the exporter when its binary is built."""
     output = tmp_path / "bench.json"
     binary = built_binary()
+    # The real kube-apiserver's cost, where the upstream binaries are built (make test
+    # builds them; a machine without them skips the table, said in one line).
+    real = not kube_binaries().missing()
     completed = subprocess.run(
         [sys.executable, str(PROJECT_ROOT / "bench" / "bench.py"), "--scales", "0.004,0.008",
          "--runs", "1", "--changes", "4", "--resizes", "2", "--json", str(output),
-         "--ksm", str(binary) if binary else "skip"],
+         "--ksm", str(binary) if binary else "skip", "--api-cost", "0.004" if real else "skip"],
         capture_output=True, text=True, timeout=240, check=False, cwd=PROJECT_ROOT,
     )  # fmt: skip
     assert completed.returncode == 0, completed.stderr[-2000:]
@@ -71,7 +82,12 @@ def test_benchmark_prints_every_row(tmp_path: Path) -> None:
             for row in KSM_ROWS:
                 assert row in table, (row, completed.stdout)
     assert "## growth from scale 0.004" in completed.stdout
+    assert ("what the real kube-apiserver pays" in completed.stdout) == real
     document = json.loads(output.read_text())
+    if real:
+        assert {start["client"] for start in document["api_cost"]["starts"]} >= {"exporter"}
+        for row, _ in API_COST_ROWS:
+            assert row in completed.stdout, (row, completed.stdout)
     assert [report["scale"] for report in document["scales"]] == [0.004, 0.008]
     figures = document["scales"][0]["figures"]
     assert figures["change_p50"]["ratio"] is not None
@@ -87,6 +103,7 @@ def test_benchmark_prints_every_row(tmp_path: Path) -> None:
     assert report.stdout.count("Beside kube-state-metrics") == (2 if binary else 0)
     for row in ROWS:
         assert row in report.stdout, (row, report.stdout)
+    assert ("### What the real kube-apiserver pays" in report.stdout) == real
 
     # A figure of 0 at the smallest scale (CPU time below the clock's tick at a tiny scale)
     # has no growth factor: the page says "-" rather than failing to format it.
@@ -111,3 +128,17 @@ def test_report_of_a_missing_file_is_one_line(tmp_path: Path) -> None:
     assert completed.returncode == 2
     assert completed.stderr.count("\n") == 1, completed.stderr
     assert "none.json" in completed.stderr
+
+
+@pytest.mark.server
+def test_escaping_benchmark_prints_every_kind() -> None:
+    """`bench/escaping.py` serves a tiny generated cluster and measures each kind of scrape."""
+    completed = subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / "bench" / "escaping.py"), "--nodes", "3",
+         "--services", "5", "--endpoints", "15", "--requests", "1"],
+        capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    for kind in ("default (cached)", "text escaping=dots", "openmetrics escaping=dots"):
+        assert kind in completed.stdout
+    assert "hwm" in completed.stdout

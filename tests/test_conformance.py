@@ -8,8 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from exporter.engine import DataPlane
-from tests.conformance_rules import mismatches, routing_mismatches, service_keys
+from tests.conformance_rules import mismatches, service_keys
+from tests.conformance_tables import (
+    checked_vectors,
+    local_tables,
+    public_vector_problems,
+    routing_expectations,
+    routing_problems,
+    vector_name,
+)
 from tests.conftest import CONFORMANCE_DIR, IN_CI, SHARED_CONFORMANCE_DIR, exporter_command
 
 VECTORS = sorted(CONFORMANCE_DIR.glob("*.snapshot.json"))
@@ -67,42 +74,30 @@ ROUTING_VECTORS = sorted(CONFORMANCE_DIR.glob("*.routing.json"))
 
 
 def test_every_vector_has_its_routing() -> None:
-    """Each snapshot has the routing of every data plane of section 10: `--dataplane` runs on
-    them all. (kube-proxy-1.33, of section 12, is checked by tests/cli/test_profile_cli.py.)"""
+    """Each snapshot has a routing vector, right for the data planes it lists; every data
+    plane of section 10 is checked on some vector, by the public files or by the
+    repository's table for it (tests/conformance_tables.py). (kube-proxy-1.33, of section
+    12, is checked by tests/cli/test_profile_cli.py.)"""
     assert len(ROUTING_VECTORS) == len(VECTORS)
-    section_10 = [
-        dataplane for dataplane in DataPlane if dataplane is not DataPlane.KUBE_PROXY_1_33
-    ]
     for routing in ROUTING_VECTORS:
         assert routing.with_name(routing.name.replace(".routing.", ".snapshot.")).is_file()
-        assert json.loads(routing.read_text())["dataplanes"] == section_10
+        assert public_vector_problems(routing) == [], routing.name
+    tables = local_tables()
+    unchecked = sorted(
+        dataplane
+        for dataplane, vectors in checked_vectors(ROUTING_VECTORS, tables).items()
+        if not vectors
+    )
+    assert unchecked == [], f"add tests/conformance/local/DATAPLANE.routing.json for {unchecked}"
+    names = {vector_name(routing) for routing in ROUTING_VECTORS}
+    for dataplane, vectors in tables.items():
+        assert set(vectors) <= names, f"{dataplane}: no such public vector"
 
 
 @pytest.mark.parametrize("routing", ROUTING_VECTORS, ids=lambda path: path.name.split(".")[0])
 def test_routing_vector(routing: Path) -> None:
-    """`evaluate --dataplane` with all ten ids reports each entry's routing and local ratio."""
-    expected = json.loads(routing.read_text())
+    """`evaluate --dataplane` with every data plane the vector lists, and those the
+    repository's tables add for it, reports each entry's routing and local ratio."""
+    expected = routing_expectations(routing, local_tables())
     snapshot = routing.with_name(routing.name.replace(".routing.", ".snapshot."))
-    completed = subprocess.run(
-        [
-            *exporter_command(),
-            "evaluate",
-            "--snapshot",
-            str(snapshot),
-            "--dataplane",
-            ",".join(expected["dataplanes"]),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
-    assert completed.returncode == 0, completed.stderr
-    actual = json.loads(completed.stdout)
-    assert service_keys(actual) == service_keys(expected)
-    problems = [
-        problem
-        for want, got in zip(expected["services"], actual["services"], strict=True)
-        for problem in routing_mismatches(want, got)
-    ]
-    assert problems == []
+    assert routing_problems(snapshot, expected) == []

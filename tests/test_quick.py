@@ -29,11 +29,13 @@ def test_listens():
 def test_an_unmarked_test_that_listens_fails_under_make_check(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mark: str, outcome: str
 ) -> None:
-    monkeypatch.setattr("tests.quick.QUICK", True)
+    # A child pytest: free of this run's own guard, which would refuse its socket first.
+    monkeypatch.setenv("TOPOLOGY_HINTS_QUICK", "1")
+    monkeypatch.setenv("PYTHONPATH", str(PROJECT_ROOT))
     pytester.makeconftest('pytest_plugins = ["tests.quick"]')
     pytester.makeini("[pytest]\nmarkers =\n    server: serves\n")
     pytester.makepyfile(SERVING_TEST.format(mark=mark))
-    result = pytester.runpytest_inprocess("-p", "no:xdist", "-p", "no:randomly")
+    result = pytester.runpytest_subprocess("-p", "no:xdist")
     result.assert_outcomes(**{outcome: 1})
     if outcome == "failed":
         result.stdout.fnmatch_lines(["*starts a listening socket: mark it `server`*"])
@@ -42,10 +44,11 @@ def test_an_unmarked_test_that_listens_fails_under_make_check(
 def test_the_same_test_passes_outside_make_check(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("tests.quick.QUICK", False)
+    monkeypatch.setenv("TOPOLOGY_HINTS_QUICK", "")
+    monkeypatch.setenv("PYTHONPATH", str(PROJECT_ROOT))
     pytester.makeconftest('pytest_plugins = ["tests.quick"]')
     pytester.makepyfile(SERVING_TEST.format(mark=""))
-    pytester.runpytest_inprocess("-p", "no:xdist", "-p", "no:randomly").assert_outcomes(passed=1)
+    pytester.runpytest_subprocess("-p", "no:xdist").assert_outcomes(passed=1)
 
 
 @pytest.mark.parametrize(

@@ -36,9 +36,8 @@ from exporter.engine.profile import (
 from exporter.engine.whatif.scenario import MAX_SCENARIO_COUNT
 from exporter.report.document import formatted_evaluation_document, service_document
 from exporter.report.overview import (
-    NODE_KIND,
     SERVICE_KIND,
-    exit_status,
+    entries_status,
     missing_error,
     missing_kinds,
     missing_warnings,
@@ -227,7 +226,7 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     # The document shows no forecast: none is made.
     result = evaluate_snapshot(snapshot, dataplanes, profile, forecasts=False)
     # Written piece by piece: the whole document would be the command's peak memory.
-    document = formatted_evaluation_document(result, nodes_known=NODE_KIND not in missing)
+    document = formatted_evaluation_document(result)
     sys.stdout.buffer.writelines(map(json_printable, document))
     sys.stdout.buffer.write(b"\n")
     sys.stdout.flush()
@@ -294,25 +293,26 @@ def _run_explain(args: argparse.Namespace) -> int:
         # Text output carries the warnings itself; JSON must stay JSON.
         for warning in missing_warnings(missing):
             _warn(warning)
-    status = exit_status(verdicts, missing, fail_on)
-    nodes_known = NODE_KIND not in missing
+    status = entries_status(result, verdicts, missing, fail_on)
     if args.summary or args.output == "wide":
         if args.output == "json":
             _print_json(
-                summary_document(verdicts, missing, only_problems=args.problems, fail_on=fail_on)
+                summary_document(
+                    result, verdicts, missing, only_problems=args.problems, fail_on=fail_on
+                )
             )
         else:
             wide = args.output == "wide"
-            text = summary_text(verdicts, missing, only_problems=args.problems, wide=wide)
+            text = summary_text(result, verdicts, missing, only_problems=args.problems, wide=wide)
             sys.stdout.write(printable(text))
         return status
     scope = f" in namespace {namespace}" if namespace is not None else ""
     nothing = f"No Service with EndpointSlices{scope} in {where}."
     if args.problems:
         nothing = f"No Service with a problem among the {len(verdicts)} checked{scope}."
-        verdicts = with_problems(verdicts, nodes_known=nodes_known)
+        verdicts = with_problems(result, verdicts)
     if args.output == "json":
-        _print_json([service_document(verdict, nodes_known=nodes_known) for verdict in verdicts])
+        _print_json([service_document(verdict, result.problems(verdict)) for verdict in verdicts])
         return status
     color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
     options = ExplainOptions(

@@ -4,6 +4,7 @@ more than one command reads (input, scope, data planes, Kubernetes profile, the 
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Sequence
 
 from exporter.engine import DEFAULT_DATAPLANES, DataPlane
@@ -29,6 +30,33 @@ EXIT_USAGE = 2
 
 class CommandError(Exception):
     """A failure to report as one line on stderr with exit code 2."""
+
+
+# A number flag's value: ASCII digits with at most one point, no sign, exponent, `_`, `inf` or
+# `nan` (each of which float() or int() would take), and not so long that it means nothing.
+_DECIMAL = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)", re.ASCII)
+_COUNT = re.compile(r"[0-9]{1,9}", re.ASCII)
+MAX_NUMBER_LENGTH = 32
+
+
+def parse_number(text: str, flag: str, example: str) -> float:
+    """A number flag: a finite decimal, 0 or more, in ASCII digits; CommandError otherwise.
+
+    Every fractional number flag reads through this one function. `-0`, `1_000`, `1e308`,
+    `inf`, `nan`, `+1` and other scripts' digits (`\\u0661`) are refused, not read as numbers."""
+    if len(text) > MAX_NUMBER_LENGTH or _DECIMAL.fullmatch(text) is None:
+        raise CommandError(
+            f"{flag} must be a decimal number, 0 or more, in ASCII digits "
+            f"(e.g. {example}), got {text!r}"
+        )
+    return float(text)
+
+
+def parse_count(text: str, flag: str, *, minimum: int = 0) -> int:
+    """A whole-number flag: ASCII digits, at least `minimum`; CommandError otherwise."""
+    if _COUNT.fullmatch(text) is None or int(text) < minimum:
+        raise CommandError(f"{flag} must be a whole number, {minimum} or more, got {text!r}")
+    return int(text)
 
 
 def byte_count(text: str) -> int:
@@ -102,13 +130,23 @@ def add_scope_arguments(explain: argparse.ArgumentParser) -> None:
     )
 
 
+FAIL_ON_WORDS = ("any", "none")
+
+
 def parse_fail_on(value: str) -> frozenset[ProblemId]:
-    """`--fail-on`: comma-separated problem ids, `any` (every one) or `none`."""
-    ids = [part.strip() for part in value.split(",") if part.strip()]
+    """`--fail-on`: comma-separated problem ids, or `any` (every one) or `none` alone."""
+    ids = list(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
     if ids == ["any"]:
         return ALL_PROBLEMS
     if ids == ["none"]:
         return frozenset()
+    words = [word for word in FAIL_ON_WORDS if word in ids]
+    if words:
+        # Known words, but not in a list: `any,none` would mean both every problem and none.
+        raise CommandError(
+            f"--fail-on {' and '.join(words)} cannot be listed with other ids: give any, "
+            f"none, or problem ids (got {value!r})"
+        )
     known = {str(problem): problem for problem in ProblemId}
     unknown = [problem for problem in ids if problem not in known]
     if unknown or not ids:

@@ -4,7 +4,6 @@ spell them), their checks, and the options the live exporter starts with."""
 from __future__ import annotations
 
 import argparse
-import math
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -17,7 +16,9 @@ from exporter.cli.arguments import (
     add_dataplane_argument,
     add_profile_arguments,
     add_snapshot_argument,
+    parse_count,
     parse_dataplanes,
+    parse_number,
     parse_profile_flags,
 )
 
@@ -106,7 +107,7 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="this exporter's shard of the Services (auto: the ordinal at the end of $POD_NAME)",
     )
     scope.add_argument(
-        "--total-shards", type=int, default=1, metavar="N", help="number of shards (default 1)"
+        "--total-shards", default="1", metavar="N", help="number of shards (default 1)"
     )
     add_dataplane_argument(scope)
     add_profile_arguments(serve)
@@ -155,10 +156,18 @@ def serve_options(args: argparse.Namespace) -> ServeOptions:
     if args.metric_allowlist and args.metric_denylist:
         raise CommandError("--metric-allowlist and --metric-denylist are exclusive")
     _check_tls_flags(args)
-    if args.total_shards < 1:
-        raise CommandError("--total-shards must be at least 1")
+    total_shards = parse_count(args.total_shards, "--total-shards", minimum=1)
+    dataplane_ids = _dataplane_ids(args.dataplane)
+    if AUTO_DATAPLANE in dataplane_ids and args.snapshot is not None:
+        # Detection reads kube-system's DaemonSets: a snapshot has none to read.
+        raise CommandError(
+            "--dataplane auto detects the data planes of a cluster, not of a --snapshot: "
+            "name them (e.g. --dataplane kube-proxy)"
+        )
     try:
-        shard = resolve_shard(args.shard)
+        shard = (
+            resolve_shard("auto") if args.shard == "auto" else parse_count(args.shard, "--shard")
+        )
         parse_listen_address(args.listen_address)
         external_url = parse_external_url(args.external_url) if args.external_url else None
         allow, deny = split_list(args.metric_allowlist), split_list(args.metric_denylist)
@@ -168,12 +177,11 @@ def serve_options(args: argparse.Namespace) -> ServeOptions:
         raise CommandError(f"bad metric regular expression {error.pattern!r}: {error}") from None
     except ValueError as error:
         raise CommandError(str(error)) from None
-    if not 0 <= shard < args.total_shards:
-        raise CommandError(f"shard {shard} is outside 0..{args.total_shards - 1}")
+    if not 0 <= shard < total_shards:
+        raise CommandError(f"shard {shard} is outside 0..{total_shards - 1}")
     profile_flags = parse_profile_flags(
         args,
-        kube_proxy_detected=AUTO_DATAPLANE in _dataplane_ids(args.dataplane)
-        and args.snapshot is None,
+        kube_proxy_detected=AUTO_DATAPLANE in dataplane_ids and args.snapshot is None,
     )
     price = _price(args.cross_zone_price_per_gib)
     return ServeOptions(
@@ -193,11 +201,11 @@ def serve_options(args: argparse.Namespace) -> ServeOptions:
         web_config_file=args.web_config_file,
         external_url=external_url,
         shard=shard,
-        total_shards=args.total_shards,
+        total_shards=total_shards,
         log_level=args.log_level,
         log_format=args.log_format,
         dataplanes=parse_dataplanes(_without_auto(args.dataplane)),
-        detect_dataplanes=AUTO_DATAPLANE in _dataplane_ids(args.dataplane),
+        detect_dataplanes=AUTO_DATAPLANE in dataplane_ids,
         informer=InformerSettings(use_apiserver_cache=args.use_apiserver_cache),
         profile_flags=profile_flags,
         cross_zone_price_per_gib=price,
@@ -208,15 +216,7 @@ def _price(value: str | None) -> float | None:
     """--cross-zone-price-per-gib: a finite number, 0 or more; None when not given."""
     if value is None:
         return None
-    try:
-        price = float(value)
-    except ValueError:
-        price = math.nan
-    if not math.isfinite(price) or price < 0:
-        raise CommandError(
-            f"--cross-zone-price-per-gib must be a number, 0 or more (e.g. 0.01), got {value!r}"
-        )
-    return price
+    return parse_number(value, "--cross-zone-price-per-gib", "0.01")
 
 
 # `serve --dataplane auto`: detect the data planes at start (the other ids are the fallback).

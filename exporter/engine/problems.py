@@ -1,11 +1,14 @@
 """What counts as a problem, defined once: the problem ids, their words, severity and alert.
 
-Every surface reads this table and `problems_of`: the `"problems"` of `explain -o json`,
-`evaluate` and `/api/v1`, `explain --problems`, the summary lines, the exit status a CI gate
-reads (`--fail-on`), the status page's filters, counts and row order, and the alert rules
-(alerts/generate.py takes each alert's precedence from the table's order; a promtool test
+The evaluator step calls `problems_of` once per entry and stores the problems on the result
+(exporter.state.result); every surface reads them there, and this table for their words:
+the `"problems"` of `explain -o json`, `evaluate` and `/api/v1`, `explain --problems`, the
+summary lines, the exit status a CI gate reads (`--fail-on`), the status page's filters,
+counts, row order and partial-hints warnings. The alert rules take each problem alert's
+name, severity, summary and precedence from this table (alerts/problems.py); a promtool test
 checks that the alerts firing on the exporter's own metrics are exactly the ones the table
-predicts). A surface that needs the word for a problem takes `PROBLEMS[id].words`.
+predicts. A surface that needs the word for a problem takes `PROBLEMS[id].words`; none
+judges again (tests/test_problems_judged_once.py).
 
 A problem is a way hints fail, or fail to help, that an alert covers. Per (Service,
 address type) entry the alerts fire in the table's order, one cause one alert: only the
@@ -21,7 +24,7 @@ so the table and the alerts cannot disagree without the promtool test failing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
@@ -30,6 +33,7 @@ from exporter.engine.allocation import OVERLOAD_LIMIT
 from exporter.engine.evaluate import EntryVerdict, ExpectedState
 from exporter.engine.kubeproxy import ProxyMode
 from exporter.engine.mechanism import Mechanism
+from exporter.engine.routing import Routing, RoutingView
 
 
 class ProblemId(StrEnum):
@@ -70,6 +74,8 @@ class Problem:
     alert: str | None
     # One cause, one alert: an entry fires only the first deferring problem's alert.
     deferring: bool = True
+    # The alert's summary annotation: the line an on-call reads first (alerts/problems.py).
+    summary: str = ""
 
 
 PROBLEMS: Mapping[ProblemId, Problem] = MappingProxyType(
@@ -83,6 +89,10 @@ PROBLEMS: Mapping[ProblemId, Problem] = MappingProxyType(
                 "ones exist: requests from there fail.",
                 Severity.CRITICAL,
                 "TopologyHintsFailClosed",
+                summary=(
+                    "A data plane gives some clients of a Service no endpoint although ready "
+                    "ones exist."
+                ),
             ),
             Problem(
                 ProblemId.LOCAL_POLICY_DROPS,
@@ -91,6 +101,10 @@ PROBLEMS: Mapping[ProblemId, Problem] = MappingProxyType(
                 "endpoint; hints do not apply there.",
                 Severity.WARNING,
                 "TopologyHintsLocalPolicyDropped",
+                summary=(
+                    "internalTrafficPolicy: Local drops a Service's in-cluster traffic on nodes "
+                    "without a local endpoint."
+                ),
             ),
             Problem(
                 ProblemId.HINTS_OFF,
@@ -99,6 +113,7 @@ PROBLEMS: Mapping[ProblemId, Problem] = MappingProxyType(
                 "Service that asks for them.",
                 Severity.WARNING,
                 "TopologyHintsDisabled",
+                summary="Topology-aware hints are disabled for a Service that asks for them.",
             ),
             Problem(
                 ProblemId.PARTIAL_HINTS,
@@ -106,6 +121,10 @@ PROBLEMS: Mapping[ProblemId, Problem] = MappingProxyType(
                 "Some ready endpoints lack hints, so kube-proxy ignores every hint of the Service.",
                 Severity.WARNING,
                 "TopologyHintsIncomplete",
+                summary=(
+                    "Some ready endpoints of a Service lack a zone hint, so kube-proxy "
+                    "ignores all hints."
+                ),
             ),
             Problem(
                 ProblemId.DRIFT,
@@ -113,6 +132,7 @@ PROBLEMS: Mapping[ProblemId, Problem] = MappingProxyType(
                 "The hints in place differ from what the controller should write.",
                 Severity.WARNING,
                 "TopologyHintsDrift",
+                summary="The hints in a Service's EndpointSlices differ from the expected result.",
             ),
             Problem(
                 ProblemId.HINTS_IGNORED,
@@ -121,6 +141,10 @@ PROBLEMS: Mapping[ProblemId, Problem] = MappingProxyType(
                 "client's traffic in its zone or node.",
                 Severity.WARNING,
                 "TopologyHintsIgnored",
+                summary=(
+                    "A data plane ignores a Service's topology hints: its traffic leaves the zone "
+                    "on every node."
+                ),
             ),
             Problem(
                 ProblemId.ZONE_FALLBACK,
@@ -129,6 +153,10 @@ PROBLEMS: Mapping[ProblemId, Problem] = MappingProxyType(
                 "traffic cluster-wide while other zones stay local.",
                 Severity.WARNING,
                 "TopologyHintsZoneFallback",
+                summary=(
+                    "In one zone kube-proxy routes a Service across all zones; other zones "
+                    "stay local."
+                ),
             ),
             Problem(
                 ProblemId.OVERLOADED_ZONE,
@@ -137,6 +165,10 @@ PROBLEMS: Mapping[ProblemId, Problem] = MappingProxyType(
                 f"than {OVERLOAD_LIMIT:g} times their fair share (no overload guard).",
                 Severity.WARNING,
                 "TopologyHintsZoneOverloaded",
+                summary=(
+                    "Endpoints of one zone receive more than their fair share of a "
+                    "Service's traffic."
+                ),
             ),
             Problem(
                 ProblemId.CONFIG_ISSUE,
@@ -146,6 +178,7 @@ PROBLEMS: Mapping[ProblemId, Problem] = MappingProxyType(
                 Severity.INFO,
                 "TopologyHintsConfigIssue",
                 deferring=False,
+                summary="A Service's topology-aware routing settings conflict or are ignored.",
             ),
             Problem(
                 ProblemId.NODES_UNKNOWN,
@@ -193,29 +226,32 @@ def problems_of(verdict: EntryVerdict, *, nodes_known: bool = True) -> tuple[Pro
         # Headless, ExternalName or not an IP address type: no data plane reads its hints, so
         # whether they are written, complete or drifting changes no client's traffic.
         return (ProblemId.CONFIG_ISSUE,) if verdict.config_issues else ()
-    found = (
-        *_no_endpoint_problems(verdict),
-        *(problem for problem, holds in _CHECKS.items() if holds(verdict)),
-    )
+    found = tuple(problem for problem, holds in PREDICATES.items() if holds(verdict))
     if nodes_known or verdict.mechanism is not Mechanism.AUTO:
         return found
     return (*(problem for problem in found if problem not in _NEEDS_NODES), ProblemId.NODES_UNKNOWN)
 
 
 # Each problem's condition, over the fields the alert's metrics are rendered from.
-def _no_endpoint_problems(verdict: EntryVerdict) -> tuple[ProblemId, ...]:
-    """The first two problems of the table, from one count per data plane of the nodes
-    given no endpoint: failed closed (a node internalTrafficPolicy Local does not
-    explain) and dropped by that policy."""
-    failed = dropped = False
+def _no_endpoint_views(verdict: EntryVerdict) -> Iterator[RoutingView]:
+    """The data planes' views that may give a Ready node no endpoint: the only ones whose
+    node counts (counted on demand) the next two predicates need."""
     for view in verdict.routing.values():
-        failed_here, dropped_here = view.no_endpoint_nodes()
-        failed = failed or failed_here > 0
-        dropped = dropped or dropped_here > 0
-    return (
-        *((ProblemId.FAILS_CLOSED,) if failed else ()),
-        *((ProblemId.LOCAL_POLICY_DROPS,) if dropped else ()),
-    )
+        if any(zone.routing is Routing.NO_ENDPOINTS for zone in view.by_zone.values()) or (
+            Routing.NO_ENDPOINTS in view.by_node.values()
+        ):
+            yield view
+
+
+def _fails_closed(verdict: EntryVerdict) -> bool:
+    """A data plane gives Ready nodes no endpoint, which internalTrafficPolicy Local does
+    not explain."""
+    return any(view.no_endpoint_nodes()[0] > 0 for view in _no_endpoint_views(verdict))
+
+
+def _local_policy_drops(verdict: EntryVerdict) -> bool:
+    """internalTrafficPolicy Local gives Ready nodes without a local endpoint none."""
+    return any(view.no_endpoint_nodes()[1] > 0 for view in _no_endpoint_views(verdict))
 
 
 def _hints_off(verdict: EntryVerdict) -> bool:
@@ -252,9 +288,12 @@ def _config_issue(verdict: EntryVerdict) -> bool:
     return bool(verdict.config_issues)
 
 
-# The rest, in the table's order after those two.
-_CHECKS: Mapping[ProblemId, Callable[[EntryVerdict], bool]] = MappingProxyType(
+# One predicate per problem of the verdict, in the table's order: every problem but
+# nodes-unknown, which is the input's (what it lacks), not the verdict's.
+PREDICATES: Mapping[ProblemId, Callable[[EntryVerdict], bool]] = MappingProxyType(
     {
+        ProblemId.FAILS_CLOSED: _fails_closed,
+        ProblemId.LOCAL_POLICY_DROPS: _local_policy_drops,
         ProblemId.HINTS_OFF: _hints_off,
         ProblemId.PARTIAL_HINTS: _partial_hints,
         ProblemId.DRIFT: _drift,

@@ -307,9 +307,16 @@ def _refused(gate: Gate, part: Component, name: str, *, value: bool) -> str | No
             f"(added in Kubernetes 1.{GATES[gate].added_in})"
         )
     if spec.locked and spec.default != value:
+        # An assumed version is the newest one, not "1.34 or newer": the lock may be younger.
+        where = (
+            part.describe(name)
+            if part.minor is not None
+            else f"{name} 1.{part.evaluated_minor}, the newest semantics, assumed without "
+            "--kubernetes-version"
+        )
         return (
             f"{setting}, feature is locked to {str(spec.default).lower()} in "
-            f"{part.describe(name)} ({spec.stage} and locked from 1.{GATES[gate].locked_from})"
+            f"{where} ({spec.stage} and locked from 1.{GATES[gate].locked_from})"
         )
     return None
 
@@ -351,12 +358,18 @@ def build_profile(
         holders = [index for index, part in enumerate(parts) if part.knows(gate)]
         if not holders and not lenient:
             raise _unrecognized(gate, control_plane, kube_proxy)
+        refusals: list[tuple[Component, str]] = []
         for index in holders:
             refusal = _refused(gate, parts[index], ("Kubernetes", "kube-proxy")[index], value=value)
             if refusal is None:
                 taken[index][gate] = value
-            elif not lenient:
-                raise ProfileError(f"--feature-gates: {refusal}")
+            else:
+                refusals.append((parts[index], refusal))
+        if refusals and not lenient:
+            # Named: the component whose version was given (kube-proxy's flag beside an
+            # assumed control plane), before one whose version is assumed.
+            refusals.sort(key=lambda found: found[0].minor is None)
+            raise ProfileError(f"--feature-gates: {refusals[0][1]}")
     return Profile(
         Component(kubernetes_minor, kubernetes_source, binary_minor, tuple(taken[0].items())),
         Component(kube_proxy.minor, kube_proxy.source, None, tuple(taken[1].items())),

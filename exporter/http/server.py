@@ -21,7 +21,8 @@ This module is that loop: listening, accepting and evicting connections, and eac
 connection's exchange of requests and responses. Its parts live beside it: reading a
 request (`request`), the response and its batches (`response`), the WSGI environ and app
 call (`wsgi`), slots and their queue (`slots`), authentication (`auth`), routes and probes
-(`routes`), the limits (`limits`); TLS and basic-auth settings come from `webconfig`.
+(`routes`), the limits (`limits`), the one log line of a failed request (`failure`); TLS
+and basic-auth settings come from `webconfig`.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ import h11
 import structlog
 
 from exporter.http.auth import Authenticator
+from exporter.http.failure import log_failure
 from exporter.http.limits import HttpLimits
 from exporter.http.request import READ_SIZE, Request, read_request
 from exporter.http.response import REASONS, Response, batches, busy, error_response
@@ -291,9 +293,9 @@ class MetricsServer:
             # room: nothing to tell anyone (mTLS refusals are the client's to see).
             if transport is not None:
                 transport.abort()
-        except Exception:
+        except Exception as error:  # noqa: BLE001 - logged once, by log_failure
             # A bug here must cost one connection, never the server or a file descriptor.
-            logger.exception("connection failed")
+            log_failure("connection failed", error, peer=connection.peer[0])
             if transport is not None:
                 transport.abort()
         finally:
@@ -342,8 +344,39 @@ class MetricsServer:
         parser: h11.Connection,
         writer: asyncio.StreamWriter,
     ) -> None:
-        """Authenticate, wait for a slot if the request needs one, run the app, respond."""
+        """Answer one request; whatever fails in answering it is a 500 and one log line.
+
+        Connection trouble (a client gone or not reading) goes on to `_serve`, which closes
+        the connection quietly. Anything else is a bug reached by this request: it is
+        logged once (`failure.log_failure`) and answered 500 if no response has begun, else
+        the half-written response is cut (the client sees a short body, never a hang)."""
         head = request.head.method == b"HEAD"
+        try:
+            await self._answer(request, connection, parser, writer, head=head)
+        except (ConnectionError, TimeoutError):
+            raise
+        except Exception as error:  # noqa: BLE001 - logged once, by log_failure
+            log_failure(
+                "request failed",
+                error,
+                method=request.head.method.decode("latin-1"),
+                target=request.head.target.decode("latin-1")[:200],
+            )
+            if parser.our_state in {h11.IDLE, h11.SEND_RESPONSE}:
+                await self._respond(parser, writer, error_response(500, REASONS[500]), head=head)
+            else:
+                writer.transport.abort()
+
+    async def _answer(
+        self,
+        request: Request,
+        connection: _Connection,
+        parser: h11.Connection,
+        writer: asyncio.StreamWriter,
+        *,
+        head: bool,
+    ) -> None:
+        """Authenticate, wait for a slot if the request needs one, run the app, respond."""
         try:
             environ = build_environ(
                 request,
@@ -399,8 +432,8 @@ class MetricsServer:
                 verdict = await self._loop.run_in_executor(
                     self._auth_pool, self._auth.check, header
                 )
-            except Exception:
-                logger.exception("checking credentials failed")
+            except Exception as error:  # noqa: BLE001 - logged once, by log_failure
+                log_failure("checking credentials failed", error)
                 return error_response(500, REASONS[500])
             finally:
                 self._auth_checks.release()

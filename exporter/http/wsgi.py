@@ -12,6 +12,7 @@ from urllib.parse import unquote_to_bytes, urlsplit
 
 import structlog
 
+from exporter.http.failure import log_failure
 from exporter.http.request import Request
 from exporter.http.response import REASONS, Response, error_response
 
@@ -112,20 +113,36 @@ def call_app(app: WSGIApplication, environ: WSGIEnvironment) -> Response:
             close = getattr(result, "close", None)
             if close is not None:
                 close()
-    except Exception:
-        # The traceback goes to the log; the client learns only that it failed.
-        logger.exception("request failed", path=environ.get("PATH_INFO"))
+        return _response(started, chunks, head=environ["REQUEST_METHOD"] == "HEAD")
+    except Exception as error:  # noqa: BLE001 - logged once, by log_failure
+        # One line in the log (`failure.py`); the client learns only that it failed.
+        log_failure("request failed", error, path=environ.get("PATH_INFO"))
         return error_response(500, REASONS[500])
+
+
+def _response(
+    started: list[tuple[str, list[tuple[str, str]]]], chunks: list[bytes], *, head: bool
+) -> Response:
+    """The app's status, headers and body, checked: what h11 would refuse half-way through
+    writing (a str chunk, a wrong Content-Length, a header latin-1 cannot carry) raises
+    here, before anything is sent, and the request is answered 500. (An answer to HEAD
+    declares the length of the body it leaves out.)"""
     if not started:
-        logger.error("app returned without starting a response", path=environ["PATH_INFO"])
-        return error_response(500, REASONS[500])
+        raise RuntimeError("the app returned without starting a response")
     status, app_headers = started[0]
+    for chunk in chunks:
+        if not isinstance(chunk, bytes):
+            raise TypeError(f"the app returned a body chunk of type {type(chunk).__name__}")
+    size = sum(map(len, chunks))
     headers = [
         (name.encode("latin-1"), value.encode("latin-1"))
         for name, value in app_headers
         if name.lower().encode("latin-1") not in _HOP_BY_HOP
     ]
-    if not any(name.lower() == b"content-length" for name, _ in headers):
-        headers.append((b"Content-Length", str(sum(map(len, chunks))).encode()))
+    declared = [value for name, value in headers if name.lower() == b"content-length"]
+    if not declared:
+        headers.append((b"Content-Length", str(size).encode()))
+    elif not head and declared != [str(size).encode()]:
+        raise ValueError(f"the app declared Content-Length {declared!r} for {size} bytes")
     code, _, reason = status.partition(" ")
     return Response(int(code), headers, chunks, reason=reason.encode("latin-1"))

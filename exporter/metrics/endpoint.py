@@ -1,5 +1,6 @@
 """The /metrics endpoint: negotiates the format, then writes the cached hint families and
-the exporter's own registry as chunks, or hands filtered requests to prometheus_client.
+the exporter's own registry as chunks; a name escaping that rewrites names gets the hint
+families from `escaped.py`, and filtered requests go to prometheus_client.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from urllib.parse import parse_qs
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
 
+from exporter.metrics.escaped import EscapedRenderer
 from exporter.metrics.exposition import ExpositionRenderer, Format
 from exporter.metrics.negotiation import Negotiated, honouring_quality, negotiate
 
@@ -21,10 +23,11 @@ class MetricsEndpoint:
     """/metrics: the rendered hint families plus the exporter's own (small) registry.
 
     The format and gzip are prometheus_client's choice (`negotiation.py`). Requests that
-    filter by `name[]`, or ask for a name escaping that rewrites legacy names, go to
-    prometheus_client's own WSGI app over the full registry (the hint collector included).
-    The response is a list of chunks, its Content-Length their sum: the server writes them
-    without joining.
+    filter by `name[]` go to prometheus_client's own WSGI app over the full registry (the
+    hint collector included); those that ask for a name escaping that rewrites legacy names
+    (`dots`, `values`) get the hint families as prometheus_client writes them, kept per state
+    (`escaped.py`), then the own registry. The response is a list of chunks, its
+    Content-Length their sum: the server writes them without joining.
     """
 
     def __init__(
@@ -32,10 +35,14 @@ class MetricsEndpoint:
         renderer: ExpositionRenderer,
         own: CollectorRegistry,
         full: CollectorRegistry,
+        escaped: EscapedRenderer,
     ) -> None:
+        """`full` holds the hint collector and `own`'s collectors, in that order; `escaped`
+        renders the same hint collector."""
         self._renderer = renderer
         self._own = own
         self._full_app = make_wsgi_app(full)
+        self._escaped = escaped
 
     def chunks(
         self, fmt: Format, encode_own: Callable[[CollectorRegistry], bytes], *, zipped: bool
@@ -56,23 +63,42 @@ class MetricsEndpoint:
         families = self._renderer.render(fmt)
         return [*families, own()]
 
+    def escaped_chunks(self, negotiated: Negotiated) -> list[bytes]:
+        """The hint families in the negotiated name escaping, then the own registry."""
+
+        def own() -> bytes:
+            return negotiated.encoder(self._own)
+
+        encoder, content_type = negotiated.encoder, negotiated.content_type
+        if negotiated.gzip:
+            return self._escaped.render_gzip(encoder, content_type, own)
+        return [*self._escaped.render(encoder, content_type), own()]
+
     def expensive(self, environ: WSGIEnvironment) -> bool:
         """Whether prometheus_client renders this request (the server queues those)."""
         environ = honouring_quality(environ)
-        return self._filtered(environ, negotiate(environ))
+        negotiated = negotiate(environ)
+        return self._filtered(environ) or not negotiated.keeps_names
 
     @staticmethod
-    def _filtered(environ: WSGIEnvironment, negotiated: Negotiated) -> bool:
-        return "name[]" in parse_qs(environ.get("QUERY_STRING", "")) or not negotiated.keeps_names
+    def _filtered(environ: WSGIEnvironment) -> bool:
+        return "name[]" in parse_qs(environ.get("QUERY_STRING", ""))
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         environ = honouring_quality(environ)
         negotiated = negotiate(environ)
-        if self._filtered(environ, negotiated):
-            filtered: Iterable[bytes] = self._full_app(environ, start_response)
+        if self._filtered(environ):
+            # prometheus_client's app answers GET only; HEAD gets GET's headers (the server
+            # leaves the body out).
+            filtered: Iterable[bytes] = self._full_app(
+                {**environ, "REQUEST_METHOD": "GET"}, start_response
+            )
             return filtered
-        fmt = Format.OPENMETRICS if negotiated.openmetrics else Format.TEXT
-        chunks = self.chunks(fmt, negotiated.encoder, zipped=negotiated.gzip)
+        if negotiated.keeps_names:
+            fmt = Format.OPENMETRICS if negotiated.openmetrics else Format.TEXT
+            chunks = self.chunks(fmt, negotiated.encoder, zipped=negotiated.gzip)
+        else:
+            chunks = self.escaped_chunks(negotiated)
         headers = [("Content-Type", negotiated.content_type)]
         if negotiated.gzip:
             headers.append(("Content-Encoding", "gzip"))

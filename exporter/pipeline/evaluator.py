@@ -29,6 +29,7 @@ from exporter.engine import (
 )
 from exporter.engine.context import context_of
 from exporter.engine.evaluate import EntryInputs, evaluate_entry
+from exporter.engine.problems import problems_of
 from exporter.engine.profile import ASSUMED, Profile
 from exporter.engine.whatif.forecast import EntryForecast, service_forecasts
 from exporter.pipeline.incremental import (
@@ -69,12 +70,15 @@ class Evaluator:
         one_shot: bool = False,
         forecasts: bool = True,
         retain_inputs: bool | None = None,
+        nodes_known: bool = True,
     ) -> None:
         """`one_shot`: a command's steps (exporter.run.oneshot): no flips or change log, and
         no prepared inputs kept for a next step unless `retain_inputs` (what-if's second
         step, after the scenario's writes, reuses them). `forecasts`: False when no reader
-        of the result shows them (`evaluate`, `what-if`)."""
+        of the result shows them (`evaluate`, `what-if`). `nodes_known`: False only for a
+        one-shot input without Nodes; the problems are judged knowing it."""
         self._store = store
+        self._nodes_known = nodes_known
         self._one_shot = one_shot
         self._forecasts = forecasts
         # behaviour §12: what every verdict is computed under, and the one to switch to
@@ -102,7 +106,7 @@ class Evaluator:
         self._last_event: dict[EventKey, float] = {}
         # Event figures changed since last published: only then are they copied again.
         self._events_dirty = False
-        self._state = state = ClusterResult()
+        self._state = state = ClusterResult(nodes_known=nodes_known)
         # The published node view: its context's memos (judgements, kube-proxy routings,
         # cross-zone shares) are shared by every Service's evaluation.
         self._view = NodeView(
@@ -211,6 +215,7 @@ class Evaluator:
             clients=view.context.clients,
             changed=frozenset(changed),
             profile=self._profile,
+            nodes_known=self._nodes_known,
         )
 
     def _reevaluate(
@@ -274,7 +279,11 @@ class Evaluator:
             and old.verdicts == verdicts
         ):
             return old
-        return ServiceResult(verdicts, flips, forecasts)
+        # The one place problems are judged: every surface reads them from the result.
+        problems = tuple(
+            problems_of(verdict, nodes_known=self._nodes_known) for verdict in verdicts
+        )
+        return ServiceResult(verdicts, problems, flips, forecasts)
 
     def _track_flip(self, verdict: EntryVerdict, last: EntryVerdict | None) -> None:
         """`last`: the entry's verdict tracked last, when known (re-judged ones)."""

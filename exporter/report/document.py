@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import msgspec
 
 from exporter.engine import EntryVerdict
-from exporter.engine.problems import problems_of
+from exporter.engine.problems import ProblemId
 from exporter.engine.profile import Component, Profile
 from exporter.state.result import ClusterResult
 
@@ -52,8 +52,8 @@ def cross_zone_field(verdict: EntryVerdict) -> dict[str, Any] | None:
     }
 
 
-def service_document(verdict: EntryVerdict, *, nodes_known: bool = True) -> dict[str, Any]:
-    """One entry. `nodes_known` is False only for a one-shot input without Nodes."""
+def service_document(verdict: EntryVerdict, problems: Sequence[ProblemId]) -> dict[str, Any]:
+    """One entry, with its problems as the result holds them (ClusterResult.problems)."""
     nearest = verdict.nearest_feasible
     return {
         "namespace": verdict.service.namespace,
@@ -86,17 +86,17 @@ def service_document(verdict: EntryVerdict, *, nodes_known: bool = True) -> dict
         "notices": sorted(str(notice) for notice in verdict.notices),
         **routing_fields(verdict),
         "cross_zone": cross_zone_field(verdict),
-        # The problem table's ids (exporter.engine.problems), as every surface reads them.
-        "problems": [str(problem) for problem in problems_of(verdict, nodes_known=nodes_known)],
+        # The problem table's ids (exporter.engine.problems), as the result holds them.
+        "problems": [str(problem) for problem in problems],
     }
 
 
-def evaluation_document(result: ClusterResult, *, nodes_known: bool = True) -> dict[str, Any]:
+def evaluation_document(result: ClusterResult) -> dict[str, Any]:
     return {
         "cluster": _cluster_document(result),
         "kubernetes": profile_document(result.profile),
         "services": [
-            service_document(verdict, nodes_known=nodes_known) for verdict in result.verdicts()
+            service_document(verdict, result.problems(verdict)) for verdict in result.verdicts()
         ],
     }
 
@@ -107,9 +107,7 @@ def _indented(value: object, depth: int) -> bytes:
     return formatted.replace(b"\n", b"\n" + b"  " * depth)
 
 
-def formatted_evaluation_document(
-    result: ClusterResult, *, nodes_known: bool = True
-) -> Iterator[bytes]:
+def formatted_evaluation_document(result: ClusterResult) -> Iterator[bytes]:
     """The evaluation document, indented, in pieces: byte for byte
     `msgspec.json.format(encode(evaluation_document(...)), indent=2)`, without ever holding
     the whole document (10,000 Services make hundreds of MB of dicts and their text)."""
@@ -121,7 +119,7 @@ def formatted_evaluation_document(
     yield b',\n  "services": ['
     separator = b"\n    "
     for verdict in result.verdicts():
-        yield separator + _indented(service_document(verdict, nodes_known=nodes_known), 2)
+        yield separator + _indented(service_document(verdict, result.problems(verdict)), 2)
         separator = b",\n    "
     yield b"\n  ]\n}"
 

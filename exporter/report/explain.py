@@ -24,6 +24,7 @@ from exporter.engine import (
     ReadyNodes,
 )
 from exporter.engine.allocation import OVERLOAD_LIMIT, refusal_reason
+from exporter.engine.problems import ProblemId
 from exporter.engine.profile import Profile
 from exporter.engine.whatif.feasibility import Feasibility, endpoint_margin
 from exporter.report.advice import (
@@ -38,7 +39,7 @@ from exporter.report.advice import (
     zone_loss_skipped_text,
     zone_loss_texts,
 )
-from exporter.report.overview import NODE_KIND, missing_warnings
+from exporter.report.overview import missing_warnings
 from exporter.report.phrases import (
     AUTO_NEEDS_NODES,
     EVERY_NODE_SAME_NODE,
@@ -212,7 +213,7 @@ def cluster_lines(result: ClusterResult, options: ExplainOptions) -> list[str]:
     capacity = result.capacity
     ready_nodes = len(result.nodes.zone_of)
     lines = ["Cluster", *fields("Kubernetes", profile_lines(result.profile, options, wrap=True))]
-    if NODE_KIND in options.missing:
+    if not result.nodes_known:
         return [*lines, field("Node info", options.paint("unknown", Tone.WARN) + ": no Nodes")]
     if capacity.sufficient:
         lines.append(
@@ -278,7 +279,7 @@ def offending_node_lines(problems: Sequence[NodeProblem], options: ExplainOption
 def service_lines(
     result: ClusterResult, verdict: EntryVerdict, options: ExplainOptions
 ) -> list[str]:
-    if NODE_KIND in options.missing:
+    if not result.nodes_known:
         return service_lines_without_nodes(result, verdict, options)
     service = verdict.service
     title = options.paint(f"Service {service.namespace}/{service.name}", Tone.BOLD)
@@ -293,7 +294,7 @@ def service_lines(
     ]
     if verdict.mechanism is Mechanism.AUTO:
         lines += prose("Expected event", event_text(verdict), options)
-    lines += completeness_lines(verdict, options)
+    lines += completeness_lines(result, verdict, options)
     lines += fields("kube-proxy", proxy_lines(result, verdict, options))
     lines += table_lines(verdict, options)
     lines += items("Warnings", load_warnings(verdict), options, Tone.WARN)
@@ -335,7 +336,7 @@ def service_lines_without_nodes(
     else:
         lines.append(field("Verdict", verdict_text(verdict, options)))
         lines += prose("Why", why_text(result, verdict), options)
-    lines += completeness_lines(verdict, options)
+    lines += completeness_lines(result, verdict, options)
     lines.append(field("kube-proxy", "unknown without Nodes (a node's zone decides its mode)"))
     lines += table_lines(verdict, options)
     if verdict.mechanism is not Mechanism.AUTO:
@@ -352,10 +353,12 @@ def verdict_text(verdict: EntryVerdict, options: ExplainOptions) -> str:
     return "not applicable"
 
 
-def completeness_lines(verdict: EntryVerdict, options: ExplainOptions) -> list[str]:
+def completeness_lines(
+    result: ClusterResult, verdict: EntryVerdict, options: ExplainOptions
+) -> list[str]:
     lines = [field("Hint completeness", completeness_text(verdict))]
-    completeness = verdict.hint_completeness
-    if completeness is not None and 0 < completeness < 1:
+    # The problem the result holds, not the condition written again (exporter.engine.problems).
+    if ProblemId.PARTIAL_HINTS in result.problems(verdict):
         lines.append(INDENT + options.paint(PARTIAL_HINTS, Tone.WARN))
     return lines
 
@@ -444,7 +447,7 @@ def cross_zone_lines(verdict: EntryVerdict, options: ExplainOptions) -> list[str
 
 def avoidable_lines(result: ClusterResult, options: ExplainOptions) -> list[str]:
     """The cluster summary's ranking of Services by avoidable cross-zone share."""
-    if NODE_KIND in options.missing:
+    if not result.nodes_known:
         return []
     ranked = avoidable_ranking(result.verdicts())
     if not ranked:

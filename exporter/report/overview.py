@@ -1,7 +1,8 @@
 """`explain` at cluster scale: which Services have a problem, a one-line summary of each, the
 exit status a CI gate reads, and warnings for a snapshot that lacks a kind of object.
 
-Pure rendering over an result, like `exporter.report.explain`: no I/O.
+Pure rendering over a result, like `exporter.report.explain`: no I/O. Problems and the
+input's completeness (`nodes_known`) are the result's, judged once by the step that built it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from exporter.engine import EntryVerdict, Mechanism
-from exporter.engine.problems import PROBLEM_ORDER, ProblemId, problems_of
+from exporter.engine.problems import PROBLEM_ORDER, ProblemId
 from exporter.state.result import ClusterResult
 
 NODE_KIND, SERVICE_KIND, ENDPOINT_SLICE_KIND = "Nodes", "Services", "EndpointSlices"
@@ -46,18 +47,29 @@ _WITHOUT = {
 
 
 def exit_status(
-    verdicts: Iterable[EntryVerdict],
+    problems: Iterable[Collection[ProblemId]],
     missing: Mapping[str, str],
     fail_on: Collection[ProblemId] = ALL_PROBLEMS,
 ) -> int:
     """2: the input lacks a kind of object; 1: an entry has a problem of `fail_on` (by
-    default any problem of the table, exactly what the alerts cover); else 0."""
+    default any problem of the table, exactly what the alerts cover); else 0. `problems`:
+    each entry's, as the result holds them (ClusterResult.problems)."""
     if missing:
         return EXIT_INCOMPLETE
-    for verdict in verdicts:
-        if any(problem in fail_on for problem in problems_of(verdict)):
+    for found in problems:
+        if any(problem in fail_on for problem in found):
             return EXIT_HINTS_MISSING
     return EXIT_HINTS_OK
+
+
+def entries_status(
+    result: ClusterResult,
+    verdicts: Iterable[EntryVerdict],
+    missing: Mapping[str, str],
+    fail_on: Collection[ProblemId] = ALL_PROBLEMS,
+) -> int:
+    """`exit_status` of these entries of the result."""
+    return exit_status((result.problems(verdict) for verdict in verdicts), missing, fail_on)
 
 
 # -- choosing Services -------------------------------------------------------------------------
@@ -79,48 +91,45 @@ def select(
 
 
 def with_problems(
-    verdicts: Iterable[EntryVerdict], *, nodes_known: bool
+    result: ClusterResult, verdicts: Iterable[EntryVerdict]
 ) -> tuple[EntryVerdict, ...]:
-    return tuple(verdict for verdict in verdicts if problems_of(verdict, nodes_known=nodes_known))
+    return tuple(verdict for verdict in verdicts if result.problems(verdict))
 
 
-def problems_first(verdicts: Iterable[EntryVerdict], *, nodes_known: bool) -> list[EntryVerdict]:
+def problems_first(result: ClusterResult, verdicts: Iterable[EntryVerdict]) -> list[EntryVerdict]:
     """Services with problems first, each group in namespace, name, address type order."""
-    return sorted(
-        verdicts,
-        key=lambda verdict: (not problems_of(verdict, nodes_known=nodes_known), verdict.key),
-    )
+    return sorted(verdicts, key=lambda verdict: (not result.problems(verdict), verdict.key))
 
 
 # -- the summary -------------------------------------------------------------------------------
 
 
-def verdict_word(verdict: EntryVerdict, *, nodes_known: bool) -> str:
-    if not nodes_known and verdict.mechanism is Mechanism.AUTO:
+def verdict_word(result: ClusterResult, verdict: EntryVerdict) -> str:
+    if not result.nodes_known and verdict.mechanism is Mechanism.AUTO:
         return "unknown"
     return str(verdict.expected_state)
 
 
-def summary_row(verdict: EntryVerdict, *, nodes_known: bool, wide: bool) -> dict[str, str]:
+def summary_row(result: ClusterResult, verdict: EntryVerdict, *, wide: bool) -> dict[str, str]:
     """One Service and address type as table cells, keyed by column header."""
     service = verdict.service
     completeness = verdict.hint_completeness
     known_reason = verdict.reason is not None and (
-        nodes_known or verdict.mechanism is not Mechanism.AUTO
+        result.nodes_known or verdict.mechanism is not Mechanism.AUTO
     )
     row = {
         "NAMESPACE": service.namespace,
         "NAME": service.name,
         "ADDRESS TYPE": verdict.address_type,
         "MECHANISM": str(verdict.mechanism),
-        "VERDICT": verdict_word(verdict, nodes_known=nodes_known),
+        "VERDICT": verdict_word(result, verdict),
         "REASON": str(verdict.reason) if known_reason else "-",
         "READY": str(verdict.ready_endpoints),
         "HINTED": "-" if completeness is None else f"{completeness * 100:.0f}%",
-        "PROBLEMS": ",".join(problems_of(verdict, nodes_known=nodes_known)) or "-",
+        "PROBLEMS": ",".join(result.problems(verdict)) or "-",
         "ENDPOINTS BY ZONE": " ".join(f"{zone}={n}" for zone, n in verdict.zone_endpoints.items())
         or "-",
-        "NEAREST FEASIBLE": nearest_words(verdict) if nodes_known else "-",
+        "NEAREST FEASIBLE": nearest_words(verdict) if result.nodes_known else "-",
     }
     if not wide:
         for column in ("ADDRESS TYPE", "ENDPOINTS BY ZONE", "NEAREST FEASIBLE"):
@@ -148,12 +157,12 @@ def table(rows: Sequence[Mapping[str, str]]) -> list[str]:
     ]
 
 
-def count_line(verdicts: Sequence[EntryVerdict], shown: int, *, nodes_known: bool) -> str:
+def count_line(result: ClusterResult, verdicts: Sequence[EntryVerdict], shown: int) -> str:
     """'6 Services: 2 enabled, 2 disabled, 2 not-applicable; 3 with problems (2 off, ...)'."""
     if not verdicts:
         return "0 Services"
-    states = Counter(verdict_word(verdict, nodes_known=nodes_known) for verdict in verdicts)
-    found = [problems_of(verdict, nodes_known=nodes_known) for verdict in verdicts]
+    states = Counter(verdict_word(result, verdict) for verdict in verdicts)
+    found = [result.problems(verdict) for verdict in verdicts]
     kinds = Counter(problem for listed in found for problem in listed)
     noun = "Service" if len(verdicts) == 1 else "Services"
     dual = len({verdict.service.key for verdict in verdicts}) < len(verdicts)
@@ -170,50 +179,44 @@ def count_line(verdicts: Sequence[EntryVerdict], shown: int, *, nodes_known: boo
 
 
 def summary_text(
+    result: ClusterResult,
     verdicts: Sequence[EntryVerdict],
     missing: Mapping[str, str],
     *,
     only_problems: bool,
     wide: bool,
 ) -> str:
-    nodes_known = NODE_KIND not in missing
-    shown = problems_first(
-        with_problems(verdicts, nodes_known=nodes_known) if only_problems else verdicts,
-        nodes_known=nodes_known,
-    )
-    rows = [summary_row(verdict, nodes_known=nodes_known, wide=wide) for verdict in shown]
+    shown = problems_first(result, with_problems(result, verdicts) if only_problems else verdicts)
+    rows = [summary_row(result, verdict, wide=wide) for verdict in shown]
     lines = [f"Warning: {warning}" for warning in missing_warnings(missing)]
     lines += table(rows) or ["No Service with EndpointSlices to show."]
-    lines.append(count_line(verdicts, len(shown), nodes_known=nodes_known))
+    lines.append(count_line(result, verdicts, len(shown)))
     return "\n".join(lines) + "\n"
 
 
 def summary_document(
+    result: ClusterResult,
     verdicts: Sequence[EntryVerdict],
     missing: Mapping[str, str],
     *,
     only_problems: bool,
     fail_on: Collection[ProblemId] = ALL_PROBLEMS,
 ) -> dict[str, Any]:
-    nodes_known = NODE_KIND not in missing
-    shown = problems_first(
-        with_problems(verdicts, nodes_known=nodes_known) if only_problems else verdicts,
-        nodes_known=nodes_known,
-    )
+    shown = problems_first(result, with_problems(result, verdicts) if only_problems else verdicts)
     return {
         "missing": dict(missing),
-        "exit_status": exit_status(verdicts, missing, fail_on),
+        "exit_status": entries_status(result, verdicts, missing, fail_on),
         "services": [
             {
                 "namespace": verdict.service.namespace,
                 "name": verdict.service.name,
                 "address_type": verdict.address_type,
                 "mechanism": str(verdict.mechanism),
-                "verdict": verdict_word(verdict, nodes_known=nodes_known),
+                "verdict": verdict_word(result, verdict),
                 "reason": str(verdict.reason) if verdict.reason is not None else None,
                 "ready_endpoints": verdict.ready_endpoints,
                 "hint_completeness": verdict.hint_completeness,
-                "problems": [str(p) for p in problems_of(verdict, nodes_known=nodes_known)],
+                "problems": [str(p) for p in result.problems(verdict)],
             }
             for verdict in shown
         ],

@@ -30,11 +30,20 @@ def evaluate_snapshot(
     forecasts: bool = True,
 ) -> ClusterResult:
     """The result of one evaluator step over the snapshot's objects; `forecasts`: False
-    leaves them out when nothing will show them (`evaluate`'s document)."""
+    leaves them out when nothing will show them (`evaluate`'s document).
+
+    The input's completeness is the result's too: an input without Nodes (a snapshot that
+    holds none, a LIST of them refused) gives a result whose `nodes_known` is False, and
+    problems judged knowing it (nodes-unknown instead of what needs Nodes)."""
     store = ClusterStore()
     snapshot.write_to(store)
     evaluator = Evaluator(
-        store, dataplanes=dataplanes, profile=profile, one_shot=True, forecasts=forecasts
+        store,
+        dataplanes=dataplanes,
+        profile=profile,
+        one_shot=True,
+        forecasts=forecasts,
+        nodes_known=bool(snapshot.nodes),
     )
     return evaluator.step()
 

@@ -36,6 +36,7 @@ from exporter.metrics.collector import (
     HintsCollector,
 )
 from exporter.metrics.endpoint import MetricsEndpoint
+from exporter.metrics.escaped import EscapedRenderer
 from exporter.metrics.exposition import ExpositionRenderer
 from exporter.metrics.families import SAME_ON_EVERY_SHARD
 from exporter.metrics.instruments import RESOURCES, ExporterMetrics, StatusCollector
@@ -55,7 +56,8 @@ from exporter.web.render import WatchHealth
 
 logger = structlog.get_logger("exporter")
 
-SHARD_FROM_POD_NAME = re.compile(r"-(\d+)$")
+# ASCII digits: \d would read "exporter-\u0661" as ordinal 1.
+SHARD_FROM_POD_NAME = re.compile(r"-([0-9]{1,9})$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +224,9 @@ class Exporter:
         # Everything through prometheus_client, for `name[]`-filtered scrapes: registering
         # reads each collector's describe(), which name[] filtering relies on.
         self.registry = CollectorRegistry(auto_describe=True)
-        for collector in (hints, *own_collectors):
+        filtered_hints = FilteringCollector(hints, family_filter)
+        self.registry.register(filtered_hints)
+        for collector in own_collectors:
             self.registry.register(FilteringCollector(collector, family_filter))
         self.renderer = ExpositionRenderer(
             lambda: self.evaluator.state,
@@ -232,7 +236,10 @@ class Exporter:
         )
         # Each published state names the Services it changed: the renderer updates only those.
         self.evaluator.add_listener(self.renderer.observe)
-        metrics = MetricsEndpoint(self.renderer, own_filtered, self.registry)
+        escaped = EscapedRenderer(
+            filtered_hints, lambda: self.evaluator.state, ready=self._ready.is_set
+        )
+        metrics = MetricsEndpoint(self.renderer, own_filtered, self.registry, escaped)
         self.pages = StatusPages(
             lambda: self.evaluator.state,
             readiness=self.readiness,

@@ -3,8 +3,10 @@
 The live exporter publishes one per step (watches -> store -> evaluator); `explain` and
 `evaluate` run the same pipeline once over a snapshot or a LIST (exporter.run.oneshot). Per
 entry it holds the verdict (with its routing per data plane and its cross-zone shares), its
-forecasts (endpoint margin, zones whose loss ends its hints) and its flips; its problems are
-the problem table's judgement of the verdict (exporter.engine.problems).
+forecasts (endpoint margin, zones whose loss ends its hints), its flips and its problems:
+the problem table's judgement of the verdict (exporter.engine.problems), made once by the step
+that built the result. Every surface (`explain`, `evaluate`, the status page, `/api/v1`) reads
+those problems and the input's completeness (`nodes_known`) from here, never judging again.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import immutables
 
 from exporter.engine import ClusterCapacity, EntryVerdict, ReadyNodes, Service
 from exporter.engine.crosszone import NO_CLIENTS, Clients
+from exporter.engine.problems import ProblemId
 from exporter.engine.profile import ASSUMED, Profile
 from exporter.engine.whatif.feasibility import Feasibility
 from exporter.engine.whatif.forecast import NO_FORECAST, EntryForecast, services_losing_hints
@@ -26,10 +29,12 @@ from exporter.vocabulary import EventKey, ServiceKey
 
 @dataclass(frozen=True, slots=True)
 class ServiceResult:
-    """One Service's entries (one per address type): verdicts, flips and forecasts. Each
-    entry's problems are the problem table's reading of its verdict (`problems_of`)."""
+    """One Service's entries (one per address type): verdicts, problems, flips and forecasts."""
 
     verdicts: tuple[EntryVerdict, ...]
+    # The problem table's ids per entry (exporter.engine.problems), in its order, aligned
+    # with `verdicts`: judged once by the evaluator step that made the verdicts.
+    problems: tuple[tuple[ProblemId, ...], ...]
     # Flips between enabled and disabled seen since start, aligned with `verdicts`.
     state_changes: tuple[int, ...]
     # Endpoint margin and zones whose loss ends the hints, aligned with `verdicts`.
@@ -38,6 +43,13 @@ class ServiceResult:
     @property
     def service(self) -> Service:
         return self.verdicts[0].service
+
+    def problems_of_entry(self, verdict: EntryVerdict) -> tuple[ProblemId, ...]:
+        """The problems of the entry of `verdict`'s address type."""
+        for mine, problems in zip(self.verdicts, self.problems, strict=True):
+            if mine.address_type == verdict.address_type:
+                return problems
+        raise KeyError(verdict.key)
 
     def entries(self) -> Iterator[tuple[EntryVerdict, EntryForecast]]:
         """(verdict, forecast) per address type; NO_FORECAST where none was made."""
@@ -82,6 +94,14 @@ class ClusterResult:
     changed: frozenset[ServiceKey] | None = None
     # behaviour §12: the Kubernetes versions and gates the verdicts were computed under.
     profile: Profile = ASSUMED
+    # Input completeness: False only for a one-shot input without Nodes (exporter.run.oneshot),
+    # where what needs them is unknown, not wrong (the problem nodes-unknown). The live
+    # exporter always watches Nodes.
+    nodes_known: bool = True
+
+    def problems(self, verdict: EntryVerdict) -> tuple[ProblemId, ...]:
+        """The problems of `verdict`'s entry, as the step that built this result judged them."""
+        return self.services[verdict.service.key].problems_of_entry(verdict)
 
     def verdicts(self) -> tuple[EntryVerdict, ...]:
         """Every entry's verdict, by namespace, name and address type."""

@@ -158,7 +158,10 @@ class StatusPages:
         result = state.services.get(key)
         if result is None:
             return _json_error("404 Not Found", _unknown_service(*key))
-        document = [service_document(verdict) for verdict in result.verdicts]
+        document = [
+            service_document(verdict, problems)
+            for verdict, problems in zip(result.verdicts, result.problems, strict=True)
+        ]
         return "200 OK", _JSON, msgspec.json.encode(document) + b"\n"
 
     # -- internals ---------------------------------------------------------------------

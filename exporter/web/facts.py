@@ -7,6 +7,7 @@ from `exporter.report.explain` is in this module, so a change there is adapted i
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from exporter.engine import (
@@ -16,6 +17,7 @@ from exporter.engine import (
     ProxyMode,
 )
 from exporter.engine.allocation import OVERLOAD_LIMIT, refusal_reason
+from exporter.engine.problems import ProblemId
 from exporter.engine.whatif.feasibility import Margin
 from exporter.report.advice import advisor_range, margin_text, node_fix, node_lack, suggestion
 from exporter.report.explain import ExplainOptions, profile_lines
@@ -243,7 +245,11 @@ class ServiceFacts:
     margin: str | None = None
 
 
-def completeness_words(verdict: EntryVerdict) -> tuple[str, str | None]:
+def completeness_words(
+    verdict: EntryVerdict, problems: Collection[ProblemId]
+) -> tuple[str, str | None]:
+    """The completeness in words, and the partial-hints warning where the entry has that
+    problem (`problems`: the entry's, as the result holds them)."""
     completeness, ready = verdict.hint_completeness, verdict.ready_endpoints
     if completeness is None:
         return "- (no ready endpoints)", None
@@ -253,7 +259,7 @@ def completeness_words(verdict: EntryVerdict) -> tuple[str, str | None]:
         f"{percent(completeness)}: {hinted:,} of {plural(ready, 'ready endpoint')} {verb} "
         "a zone hint"
     )
-    if 0 < completeness < 1:
+    if ProblemId.PARTIAL_HINTS in problems:
         return words, PARTIAL_HINTS
     return words, None
 
@@ -303,7 +309,7 @@ def service_facts(
     auto = verdict.mechanism is Mechanism.AUTO
     capacity = result.capacity
     advice = suggestion(capacity, verdict) if auto and capacity.sufficient else None
-    completeness, warning = completeness_words(verdict)
+    completeness, warning = completeness_words(verdict, result.problems(verdict))
     same_node = (
         f"{ProxyMode.PREFER_SAME_NODE} on {', '.join(verdict.proxy.same_node)}: "
         f"{MODE_TEXT[ProxyMode.PREFER_SAME_NODE]}"

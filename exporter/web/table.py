@@ -17,7 +17,7 @@ from types import MappingProxyType
 from urllib.parse import parse_qs, urlencode
 
 from exporter.engine import EntryVerdict, ExpectedState, Mechanism
-from exporter.engine.problems import PROBLEMS, ProblemId, Severity, problems_of, severity_of
+from exporter.engine.problems import PROBLEMS, ProblemId, Severity, severity_of
 from exporter.engine.whatif.forecast import NO_FORECAST, EntryForecast
 from exporter.report.advice import zone_loss_skipped_text
 from exporter.report.phrases import whole_percent
@@ -88,8 +88,12 @@ class ServiceRow:
         return self.verdict.service.name
 
 
-def service_row(verdict: EntryVerdict, forecast: EntryForecast = NO_FORECAST) -> ServiceRow:
-    problems = problems_of(verdict)
+def service_row(
+    verdict: EntryVerdict,
+    problems: tuple[ProblemId, ...],
+    forecast: EntryForecast = NO_FORECAST,
+) -> ServiceRow:
+    """`problems`: the entry's, as the result holds them (ServiceResult.problems)."""
     severity = severity_of(problems)
     if severity is not None:
         standing = _STANDING_OF[severity]
@@ -155,7 +159,7 @@ def _completeness_cell(row: ServiceRow) -> Cell:
     completeness = row.verdict.hint_completeness
     if completeness is None:
         return Cell("-")
-    tone = CellTone.WARN if 0 < completeness < 1 else CellTone.NONE
+    tone = CellTone.WARN if ProblemId.PARTIAL_HINTS in row.problems else CellTone.NONE
     return Cell(share(completeness), tone, f"{row.verdict.ready_endpoints:,} ready")
 
 
@@ -315,7 +319,15 @@ def status_view(state: ClusterResult, previous: StatusView | None = None) -> Sta
         if known is not None and known[0] is result:
             rows_of[key] = known
         else:
-            rows_of[key] = (result, tuple(service_row(v, f) for v, f in result.entries()))
+            rows_of[key] = (
+                result,
+                tuple(
+                    service_row(verdict, problems, forecast)
+                    for (verdict, forecast), problems in zip(
+                        result.entries(), result.problems, strict=True
+                    )
+                ),
+            )
     rows = sorted(
         (row for _, service_rows in rows_of.values() for row in service_rows),
         key=attrgetter("order"),

@@ -73,8 +73,8 @@ def default_port_taken() -> Iterator[int]:
         (["--snapshot", DEMO, "--metric-allowlist", "a", "--metric-denylist", "b"], "exclusive"),
         (["--snapshot", DEMO, "--tls-cert-file", "cert.pem"], "go together"),
         (["--snapshot", DEMO, "--kubeconfig", "k"], "exclusive"),
-        (["--snapshot", DEMO, "--cross-zone-price-per-gib", "-1"], "a number, 0 or more"),
-        (["--snapshot", DEMO, "--cross-zone-price-per-gib", "nan"], "a number, 0 or more"),
+        (["--snapshot", DEMO, "--cross-zone-price-per-gib", "-1"], "decimal number, 0 or more"),
+        (["--snapshot", DEMO, "--cross-zone-price-per-gib", "nan"], "decimal number, 0 or more"),
     ],
     ids=[
         "kubeconfig", "no-config", "snapshot", "address", "shard", "shard-auto", "regex",

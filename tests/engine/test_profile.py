@@ -27,7 +27,7 @@ from exporter.engine.profile import (
     notices_of,
 )
 from exporter.engine.routing import Routing
-from exporter.engine.versions import ServerVersion
+from exporter.engine.versions import NEWEST_MINOR, ServerVersion
 from tests.engine.builders import endpoint, endpoint_slice, node, service
 from tests.engine.views import routing_of
 from tests.results import result_of
@@ -107,6 +107,28 @@ def test_the_locked_gate_message_names_the_component_that_locks_it() -> None:
         build_profile(36, Source.FLAG, 33, Source.FLAG, gates={STD: False})
     assert "feature is locked to true in kube-proxy 1.33" in str(locked.value)
     assert "profile" not in str(locked.value)
+
+
+def test_the_locked_gate_message_names_the_given_version_before_an_assumed_one() -> None:
+    """Issue 30 finding 10: `--kube-proxy-version 1.35` alone named the assumed control
+    plane, "Kubernetes 1.34 or newer", for a gate locked from 1.35."""
+    with pytest.raises(ProfileError) as locked:
+        build_profile(None, Source.ASSUMED, 35, Source.FLAG, gates={PSTD: False})
+    assert "feature is locked to true in kube-proxy 1.35 (GA and locked from 1.35)" in str(
+        locked.value
+    )
+
+
+def test_a_lock_under_assumed_semantics_names_the_newest_version() -> None:
+    """Without any version, the lock is the newest version's, said as assumed: not
+    "Kubernetes 1.34 or newer" (1.34 does not lock PreferSameTrafficDistribution)."""
+    with pytest.raises(ProfileError) as locked:
+        build_profile(None, Source.ASSUMED, gates={PSTD: False})
+    message = str(locked.value)
+    assert f"locked to true in Kubernetes 1.{NEWEST_MINOR}, the newest semantics, assumed" in (
+        message
+    )
+    assert "1.34 or newer" not in message
 
 
 def test_a_gate_given_once_applies_to_each_component_whose_version_has_it() -> None:

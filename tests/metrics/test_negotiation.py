@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry, make_wsgi_app
 
 from exporter.metrics.collector import FamilyFilter, FilteringCollector, HintsCollector
 from exporter.metrics.endpoint import MetricsEndpoint
+from exporter.metrics.escaped import EscapedRenderer
 from exporter.metrics.exposition import ExpositionRenderer
 from exporter.metrics.instruments import ExporterMetrics
 from exporter.metrics.negotiation import honoured, honouring_quality, negotiate
@@ -93,11 +94,14 @@ def endpoint_and_reference() -> tuple[MetricsEndpoint, WSGIApplication]:
     own = CollectorRegistry(auto_describe=True)
     ExporterMetrics(own, version="test").evaluation(0.5)
     full = CollectorRegistry(auto_describe=True)
-    hints = HintsCollector(lambda: evaluator.state, ready=lambda: True)
-    full.register(FilteringCollector(hints, FamilyFilter()))
+    hints = FilteringCollector(
+        HintsCollector(lambda: evaluator.state, ready=lambda: True), FamilyFilter()
+    )
+    full.register(hints)
     full.register(own)
     renderer = ExpositionRenderer(lambda: evaluator.state, ready=lambda: True)
-    return MetricsEndpoint(renderer, own, full), make_wsgi_app(full)
+    escaped = EscapedRenderer(hints, lambda: evaluator.state, ready=lambda: True)
+    return MetricsEndpoint(renderer, own, full, escaped), make_wsgi_app(full)
 
 
 @pytest.mark.parametrize("accept", ACCEPT_HEADERS)

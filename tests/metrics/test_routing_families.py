@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from exporter.engine import DataPlane
 from exporter.metrics.families import (
@@ -10,6 +11,7 @@ from exporter.metrics.families import (
     SERVICE_LOCAL_ROUTING_RATIO,
     SERVICE_ROUTING_NODES,
 )
+from tests.conformance_tables import local_tables, routing_expectations
 from tests.conftest import CONFORMANCE_DIR, EXAMPLES_DIR
 from tests.metrics.conftest import ServeSnapshot
 from tests.scrape import base_url, scrape
@@ -19,15 +21,15 @@ READY_ABSENT = CONFORMANCE_DIR / "upstream-addhints-2-ready-1-unready-1-unknown-
 ENTRY = {"namespace": "ns", "service": "svc", "address_type": "IPv4"}
 
 
-# The data planes of section 10, which the routing vectors hold (kube-proxy-1.33 is §12's).
-SECTION_10 = tuple(
-    dataplane for dataplane in DataPlane if dataplane is not DataPlane.KUBE_PROXY_1_33
-)
+def expected_document(vector: str) -> dict[str, Any]:
+    """The vector's routing expectations: its public file's data planes and those the
+    repository's tables add for it (tests/conformance_tables.py)."""
+    return routing_expectations(CONFORMANCE_DIR / f"{vector}.routing.json", local_tables())
 
 
 def expected_routing(vector: str) -> dict[str, dict[str, dict[str, int]]]:
     """The vector's routing document for ns/svc IPv4: data plane -> zone -> routing -> nodes."""
-    document = json.loads((CONFORMANCE_DIR / f"{vector}.routing.json").read_text())
+    document = expected_document(vector)
     (entry,) = (
         service
         for service in document["services"]
@@ -42,7 +44,11 @@ def test_routing_nodes_and_ratio_follow_the_vector_for_every_data_plane(
 ) -> None:
     """One routing_nodes series per (data plane, zone, routing present); ratio per data plane."""
     snapshot = json.loads(READY_ABSENT.with_suffix(".snapshot.json").read_text())
-    with serve_snapshot(snapshot, dataplanes=SECTION_10) as exporter:
+    # Every data plane the expectations hold: the public list and the tables' additions.
+    dataplanes = tuple(
+        DataPlane(plane) for plane in expected_document(READY_ABSENT.name)["dataplanes"]
+    )
+    with serve_snapshot(snapshot, dataplanes=dataplanes) as exporter:
         metrics = scrape(base_url(exporter))
     expected = expected_routing(READY_ABSENT.name)
     routing_nodes = {
@@ -63,7 +69,7 @@ def test_routing_nodes_and_ratio_follow_the_vector_for_every_data_plane(
     assert metrics.value(SERVICE_LOCAL_ROUTING_RATIO.name, **ENTRY, dataplane="cilium-1.18.0") == 0
     assert {
         labels["dataplane"] for labels in metrics.labelled(SERVICE_LOCAL_ROUTING_RATIO.name)
-    } == {str(dataplane) for dataplane in SECTION_10}
+    } == {str(dataplane) for dataplane in dataplanes}
 
 
 def test_ratio_is_a_share_of_ready_nodes(serve_snapshot: ServeSnapshot) -> None:

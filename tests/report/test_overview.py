@@ -52,14 +52,14 @@ def verdict_of(service: Service, replicas: int = 9, *, hinted: bool = True) -> E
 def test_enabled_and_followed_hints_pass_the_gate() -> None:
     verdict = verdict_of(AUTO)
     assert problems_of(verdict) == ()
-    assert exit_status([verdict], {}) == EXIT_HINTS_OK
+    assert exit_status([problems_of(verdict)], {}) == EXIT_HINTS_OK
 
 
 def test_refused_hints_fail_the_gate() -> None:
     verdict = verdict_of(AUTO, 8, hinted=False)
     assert problems_of(verdict) == (ProblemId.HINTS_OFF,)
-    assert exit_status([verdict], {}) == EXIT_HINTS_MISSING
-    assert exit_status([verdict], {}, {ProblemId.DRIFT}) == EXIT_HINTS_OK
+    assert exit_status([problems_of(verdict)], {}) == EXIT_HINTS_MISSING
+    assert exit_status([problems_of(verdict)], {}, {ProblemId.DRIFT}) == EXIT_HINTS_OK
 
 
 def test_local_traffic_policy_is_a_config_issue_not_traffic_leaving_its_zone() -> None:
@@ -67,27 +67,30 @@ def test_local_traffic_policy_is_a_config_issue_not_traffic_leaving_its_zone() -
     traffic on its own endpoints, so only the setting is reported (as its alert does)."""
     verdict = verdict_of(replace(AUTO, internal_traffic_policy="Local"))
     assert problems_of(verdict) == (ProblemId.CONFIG_ISSUE,)
-    assert exit_status([verdict], {}) == EXIT_HINTS_MISSING
+    assert exit_status([problems_of(verdict)], {}) == EXIT_HINTS_MISSING
 
 
 def test_a_misspelled_request_asks_and_gets_nothing() -> None:
     """An annotation value the controller ignores is a request for hints that fails."""
     verdict = verdict_of(replace(AUTO, topology_mode_annotation="Enabled"), hinted=False)
     assert problems_of(verdict) == (ProblemId.CONFIG_ISSUE,)
-    assert exit_status([verdict], {}) == EXIT_HINTS_MISSING
+    assert exit_status([problems_of(verdict)], {}) == EXIT_HINTS_MISSING
 
 
 def test_no_mechanism_does_not_ask() -> None:
     verdict = verdict_of(replace(AUTO, topology_mode_annotation=None), hinted=False)
     assert problems_of(verdict) == ()
-    assert exit_status([verdict], {}) == EXIT_HINTS_OK
+    assert exit_status([problems_of(verdict)], {}) == EXIT_HINTS_OK
 
 
 def test_missing_nodes_make_auto_unknown_and_the_input_incomplete() -> None:
     """Without Nodes, auto is 'nodes-unknown' (not 'hints-off'), and the gate exits 2."""
     verdict = verdict_of(AUTO, 8, hinted=False)
     assert problems_of(verdict, nodes_known=False) == (ProblemId.NODES_UNKNOWN,)
-    assert exit_status([verdict], {NODE_KIND: "the snapshot holds no Nodes"}) == EXIT_INCOMPLETE
+    assert (
+        exit_status([problems_of(verdict)], {NODE_KIND: "the snapshot holds no Nodes"})
+        == EXIT_INCOMPLETE
+    )
     assert exit_status([], {NODE_KIND: "the snapshot holds no Nodes"}) == EXIT_INCOMPLETE
 
 
@@ -97,6 +100,6 @@ def test_a_headless_service_s_hints_are_no_problem() -> None:
     verdict = verdict_of(replace(AUTO, cluster_ip="None"), hinted=False)
     assert verdict.drift
     assert problems_of(verdict) == ()
-    assert exit_status([verdict], {}) == EXIT_HINTS_OK
+    assert exit_status([problems_of(verdict)], {}) == EXIT_HINTS_OK
     both = replace(AUTO, cluster_ip="None", traffic_distribution="PreferClose")
     assert problems_of(verdict_of(both)) == (ProblemId.CONFIG_ISSUE,)

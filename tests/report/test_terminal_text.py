@@ -134,3 +134,67 @@ def test_console_log_lines_show_the_value_escaped(capsys: pytest.CaptureFixture[
     assert "changed \\x1b]0;pwned\\x07" in line
     assert "shop/\\x1b]0;pwned" in line
     assert not CONTROL.search(line.rstrip("\n"))
+
+
+# Issue 30 finding 12: an override that reverses what follows, isolates, and the invisible
+# direction marks, in an annotation value; then right-to-left letters, printable text.
+BIDI = "\u202eevil\u202c\u2066x\u2069\u202a\u202b\u202d\u2067\u2068\u200e\u200f\u061c"
+BIDI_ESCAPED = (
+    "\\u202eevil\\u202c\\u2066x\\u2069\\u202a\\u202b\\u202d\\u2067\\u2068\\u200e\\u200f\\u061c"
+)
+BIDI_CONTROL = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+HEBREW = "\u05e9\u05dc\u05d5\u05dd"
+
+
+@pytest.fixture(scope="module")
+def bidi_snapshot(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An `auto` Service whose topology-mode annotation holds every bidirectional control,
+    in a cluster whose second zone's label holds them too."""
+    zones = ("zone-a", f"zone-{BIDI}")
+    nodes = [node(f"node-{index}", zone) for index, zone in enumerate(zones)]
+    endpoints = [
+        endpoint(f"10.0.0.{index + 1}", zone, f"node-{index}", hint_zones=(zone,))
+        for index, zone in enumerate(zones)
+    ]
+    path = tmp_path_factory.mktemp("bidi") / "cluster.json"
+    objects = as_list(
+        nodes,
+        service("shop", "cart", topology_mode=f"Auto{BIDI}{HEBREW}"),
+        endpoint_slice("shop", "cart-1", "cart", endpoints),
+    )
+    path.write_text(json.dumps(objects))
+    return path
+
+
+def test_printable_escapes_bidirectional_controls() -> None:
+    assert printable(f"a{BIDI}{HEBREW}") == f"a{BIDI_ESCAPED}{HEBREW}"
+
+
+@pytest.mark.parametrize("args", [["--color", "never"], ["--color", "always"]])
+def test_explain_shows_bidirectional_controls_escaped(bidi_snapshot: Path, args: list[str]) -> None:
+    """The annotation's bidi controls reach the terminal as `\\u202e`, its letters as they are."""
+    completed = run("explain", *args, "--snapshot", str(bidi_snapshot))
+    assert completed.returncode in {0, 1}, completed.stderr
+    assert not BIDI_CONTROL.search(completed.stdout + completed.stderr), completed.stdout
+    assert BIDI_ESCAPED in "".join(completed.stdout.split())
+    assert HEBREW in completed.stdout
+
+
+@pytest.mark.parametrize("args", [["explain", "-o", "json"], ["evaluate"]])
+def test_json_outputs_carry_bidirectional_controls_escaped(
+    bidi_snapshot: Path, args: list[str]
+) -> None:
+    """JSON escapes them as `\\u202e`: parsed, the zone label is the cluster's."""
+    completed = run(*args, "--snapshot", str(bidi_snapshot))
+    assert completed.returncode in {0, 1}, completed.stderr
+    assert not BIDI_CONTROL.search(completed.stdout)
+    assert f"zone-{BIDI}" in strings(json.loads(completed.stdout))
+
+
+def test_what_if_shows_a_bidirectional_zone_escaped(bidi_snapshot: Path) -> None:
+    completed = run(
+        "what-if", "--lose-zone", f"zone-{BIDI}", "--all", "--snapshot", str(bidi_snapshot)
+    )
+    assert completed.returncode in {0, 1}, completed.stderr
+    assert not BIDI_CONTROL.search(completed.stdout + completed.stderr), completed.stdout
+    assert BIDI_ESCAPED in completed.stdout

@@ -237,7 +237,9 @@ def test_api_serves_the_evaluate_document(demo_state: ClusterResult) -> None:
     assert json.loads(body) == json.loads(json.dumps(evaluation_document(evaluation)))
     status, _, body = get(app, "/api/v1/services/payments/ledger")
     ledger = [v for v in evaluation.verdicts() if v.key[:2] == ("payments", "ledger")]
-    assert json.loads(body) == json.loads(json.dumps([service_document(v) for v in ledger]))
+    assert json.loads(body) == json.loads(
+        json.dumps([service_document(v, evaluation.problems(v)) for v in ledger])
+    )
     status, _, body = get(app, "/api/v1/services/payments/nope")
     assert status == "404 Not Found"
     assert "No Service payments/nope" in json.loads(body)["error"]
