@@ -59,7 +59,7 @@ class Evaluator:
     """Turns the store's changes into the next ClusterResult, re-judging only the Services a
     change touched, and keeps what spans steps (flips, events, the change log)."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - keyword settings of the run, one each
         self,
         store: ClusterStore,
         *,
