@@ -259,6 +259,27 @@ def test_a_scale_reuses_the_other_services_outcomes() -> None:
     assert result.after.services[("default", "other")] is before
 
 
+def test_a_what_if_is_two_steps_of_one_evaluator() -> None:
+    """The scenario is written into the store the first step read: the second step of the
+    same evaluator changes the Services the writes touched, and only those."""
+    nodes = tuple(node(f"node-{i}", f"zone-{i % 3}") for i in range(6))
+    slices = (
+        endpoint_slice(*(hinted(f"zone-{i % 3}", node_name=f"node-{i % 3}") for i in range(9))),
+        endpoint_slice(
+            *(hinted(f"zone-{i % 3}", node_name=f"node-{3 + i % 3}") for i in range(9)),
+            service="other",
+        ),
+    )
+    cluster = Cluster(nodes, (auto_service(), auto_service("other")), slices)
+    scaled = what_if_of(cluster, [Scale("default", "web", 7)])
+    assert scaled.after.generation == scaled.before.generation + 1
+    assert scaled.after.changed == frozenset({("default", "web")})
+    # node-5 holds only "other"'s endpoints, but the Ready nodes move: both are evaluated.
+    drained = what_if_of(cluster, [LoseNodes(("node-5",))])
+    assert drained.after.changed == frozenset({("default", "web"), ("default", "other")})
+    assert drained.after.nodes != drained.before.nodes
+
+
 def _clusters() -> list[Path]:
     return sorted([*EXAMPLES_DIR.glob("*.json"), *CONFORMANCE_DIR.glob("*.snapshot.json")])
 
