@@ -52,6 +52,8 @@ def service(
         "clusterIP": cluster_ip,
         "internalTrafficPolicy": internal_traffic_policy,
         "ports": [{"port": 80, "protocol": "TCP"}],
+        # A selector, as most Services have: the EndpointSlice controller syncs it.
+        "selector": {"app": name},
     }
     if traffic_distribution is not None:
         spec["trafficDistribution"] = traffic_distribution

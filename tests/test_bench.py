@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from bench.apicost import ROWS as API_COST_ROWS
 from bench.ksm import built_binary
 from tests.conftest import PROJECT_ROOT
 from tests.realcluster.binaries import kube_binaries
@@ -86,8 +85,8 @@ def test_benchmark_prints_every_row(tmp_path: Path) -> None:
     document = json.loads(output.read_text())
     if real:
         assert {start["client"] for start in document["api_cost"]["starts"]} >= {"exporter"}
-        for row, _ in API_COST_ROWS:
-            assert row in completed.stdout, (row, completed.stdout)
+        assert "| requests the client made (audit log) |" in document["api_cost"]["table"]
+        assert document["api_cost"]["table"] in completed.stdout
     assert [report["scale"] for report in document["scales"]] == [0.004, 0.008]
     figures = document["scales"][0]["figures"]
     assert figures["change_p50"]["ratio"] is not None
@@ -104,6 +103,8 @@ def test_benchmark_prints_every_row(tmp_path: Path) -> None:
     for row in ROWS:
         assert row in report.stdout, (row, report.stdout)
     assert ("### What the real kube-apiserver pays" in report.stdout) == real
+    if real:
+        assert document["api_cost"]["table"] in report.stdout
 
     # A figure of 0 at the smallest scale (CPU time below the clock's tick at a tiny scale)
     # has no growth factor: the page says "-" rather than failing to format it.
@@ -128,6 +129,24 @@ def test_report_of_a_missing_file_is_one_line(tmp_path: Path) -> None:
     assert completed.returncode == 2
     assert completed.stderr.count("\n") == 1, completed.stderr
     assert "none.json" in completed.stderr
+
+
+def test_render_split_prints_each_part_of_both_renders() -> None:
+    completed = subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / "bench" / "render_split.py"), "--scale", "0.01",
+         "--runs", "1"],
+        capture_output=True, text=True, timeout=300, check=False, cwd=PROJECT_ROOT,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    for row in (
+        "first render",
+        "the samples alone",
+        "generate_latest (reference)",
+        "evaluator step",
+        "render of the new state",
+        "comparing replaced results (_kept)",
+    ):
+        assert row in completed.stdout, (row, completed.stdout)
 
 
 @pytest.mark.server

@@ -123,7 +123,8 @@ def render_chart(
         doc
         for template, manifest in sorted(rendered.items())
         if not template.endswith("NOTES.txt")
-        for doc in yaml.safe_load_all(manifest)
+        # libyaml's loader: the pure-Python one takes 50 ms per render (the dashboards' JSON).
+        for doc in yaml.load_all(manifest, Loader=yaml.CSafeLoader)
         if doc
     )
 

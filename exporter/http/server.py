@@ -9,7 +9,8 @@ The design: one event loop thread (asyncio, standard library) owns every socket.
 accepts, runs each TLS handshake with a timeout, reads requests through h11 (python-hyper's
 sans-I/O HTTP/1.1 parser, which bounds the request head) and writes responses, a batch at
 a time, each once the previous one has left. Only a complete request reaches the WSGI app,
-on a small thread pool; probes have a pool of their own, so a queue of slow scrapes never
+on a small thread pool (a scrape the app has at hand, `ScrapeCosts.prepared`, on the loop
+thread itself); probes have a pool of their own, so a queue of slow scrapes never
 delays the kubelet, and credentials not seen before are checked (bcrypt) on a thread of
 their own. Scrapes, and among them the expensive ones, take slots of a bounded number, with
 a bounded queue. An idle, slow or half-open client costs one socket and a few hundred bytes,
@@ -35,7 +36,7 @@ import socket
 import ssl
 import sys
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from email.utils import formatdate
@@ -50,7 +51,7 @@ from exporter.http.limits import HttpLimits
 from exporter.http.request import READ_SIZE, Request, read_request
 from exporter.http.response import REASONS, Response, batches, busy, error_response
 from exporter.http.routes import PROBE_PATHS, SCRAPE_PATHS
-from exporter.http.slots import Gate
+from exporter.http.slots import Gate, ScrapeCosts
 from exporter.http.wsgi import build_environ, call_app
 
 if TYPE_CHECKING:
@@ -102,11 +103,11 @@ class MetricsServer:
         limits: HttpLimits | None = None,
         headers: Iterable[tuple[str, str]] = (),
         probe_paths: frozenset[str] = PROBE_PATHS,
-        expensive: Callable[[WSGIEnvironment], bool] | None = None,
+        costs: ScrapeCosts | None = None,
         auth: Authenticator | None = None,
     ) -> None:
-        """`expensive` says which scrapes cost more than a cached body (they queue for
-        max_expensive_scrapes); `auth` is checked before any app runs, on its own threads."""
+        """`costs` says which scrapes are expensive and which prepared (`ScrapeCosts`);
+        `auth` is checked before any app runs, on its own threads."""
         self._app = app
         self._tls = tls
         self.tls = tls is not None
@@ -116,7 +117,7 @@ class MetricsServer:
         )
         self._extra_headers = [(name.encode(), value.encode()) for name, value in headers]
         self._probe_paths = probe_paths
-        self._expensive = expensive
+        self._costs = costs or ScrapeCosts()
         self._auth = auth
         limits = self._limits
         self._scrapes = Gate(limits.max_scrapes, limits)
@@ -396,7 +397,7 @@ class MetricsServer:
             return
         gates: list[Gate] = []
         if path in SCRAPE_PATHS:
-            if self._expensive is not None and self._expensive(environ):
+            if self._costs.expensive(environ):
                 # First: a scrape waiting its turn to be expensive holds no ordinary slot.
                 gates.append(self._expensive_scrapes)
             gates.append(self._scrapes)
@@ -407,8 +408,11 @@ class MetricsServer:
                     await self._respond(parser, writer, busy(), head=head)
                     return
                 held.append(gate)
-            pool = self._probe_pool if path in self._probe_paths else self._pool
-            response = await self._loop.run_in_executor(pool, call_app, self._app, environ)
+            if gates and self._costs.prepared(environ):
+                response = call_app(self._app, environ)
+            else:
+                pool = self._probe_pool if path in self._probe_paths else self._pool
+                response = await self._loop.run_in_executor(pool, call_app, self._app, environ)
             await self._respond(
                 parser, writer, response, head=head, path=path, holder=(connection, held)
             )

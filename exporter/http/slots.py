@@ -8,13 +8,33 @@ stopped reading is given up to a waiting request after a grace period.
 from __future__ import annotations
 
 import asyncio
-from typing import Protocol
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 import structlog
 
 from exporter.http.limits import HttpLimits
 
+if TYPE_CHECKING:
+    from _typeshed.wsgi import WSGIEnvironment
+
 logger = structlog.get_logger("exporter.http")
+
+
+def _never(_environ: WSGIEnvironment) -> bool:
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class ScrapeCosts:
+    """What a scrape costs the app, as the app tells: `expensive` ones (more than a cached
+    body) queue for max_expensive_scrapes; `prepared` ones the app answers from what it
+    has at hand, in well under a millisecond, so they run on the loop thread: no hop to a
+    worker and back, which on a busy machine waits twice for the scheduler."""
+
+    expensive: Callable[[WSGIEnvironment], bool] = _never
+    prepared: Callable[[WSGIEnvironment], bool] = _never
 
 
 class Holder(Protocol):

@@ -169,13 +169,14 @@ class SortedBlocks:
             return block.row(position)
         return None
 
-    def set(self, key: ServiceKey, row: Update) -> None:
+    def set(self, key: ServiceKey, row: Update) -> list[int]:
         """Insert the row (whole) or replace the key's row (None: that column's chunk is
-        kept); marks the columns whose bytes changed."""
+        kept, and so is a chunk of the same bytes); marks the columns whose bytes changed
+        and returns them (every column with lines, for a new key)."""
         if not self._blocks:
             self._blocks = [Block([key], [_whole(row)], self._columns)]
             self._maxes = [key]
-            return
+            return [column for column, chunk in enumerate(row) if chunk]
         index = self._find(key)
         block = self._blocks[index]
         position = bisect.bisect_left(block.keys, key)
@@ -184,21 +185,26 @@ class SortedBlocks:
             merged: list[bytes | None] = (
                 list(pending) if pending is not None else [None] * self._columns
             )
+            replaced: list[int] = []
             for column, chunk in enumerate(row):
-                if chunk is None:
+                if chunk is None or chunk == block.chunk(position, column):
+                    # The bytes held already stand (not a copy of them held besides).
                     continue
-                if chunk != block.chunk(position, column):
-                    block.stale.add(column)
+                block.stale.add(column)
                 merged[column] = chunk
-            block.rows[position] = tuple(merged)
-            return
+                replaced.append(column)
+            if replaced:
+                block.rows[position] = tuple(merged)
+            return replaced
         block.expand()
         block.keys.insert(position, key)
         block.rows.insert(position, _whole(row))
-        block.stale.update(column for column in range(self._columns) if row[column])
+        replaced = [column for column in range(self._columns) if row[column]]
+        block.stale.update(replaced)
         self._maxes[index] = block.keys[-1]
         if len(block.keys) > 2 * self._load:
             self._split(index)
+        return replaced
 
     def remove(self, key: ServiceKey) -> None:
         """Remove the key's row, if present; marks the columns it had lines in."""

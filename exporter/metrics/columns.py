@@ -102,6 +102,7 @@ class ServiceColumn:
         self.family = family
         self.reads_nodes = samples.reads_nodes
         self.inputs = samples.inputs
+        self.parts = samples.parts
         self.line = line_format(family)
         # The function without identity labels and whether it runs per entry; None for a
         # family that only declares the full function (rendered through it, slower).

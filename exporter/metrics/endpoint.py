@@ -80,6 +80,16 @@ class MetricsEndpoint:
         negotiated = negotiate(environ)
         return self._filtered(environ) or not negotiated.keeps_names
 
+    def prepared(self, environ: WSGIEnvironment) -> bool:
+        """Whether the response is at hand: the cached body of the current state (and its
+        deflate segments, for gzip), only the exporter's own small registry to encode."""
+        environ = honouring_quality(environ)
+        negotiated = negotiate(environ)
+        if self._filtered(environ) or not negotiated.keeps_names:
+            return False
+        fmt = Format.OPENMETRICS if negotiated.openmetrics else Format.TEXT
+        return self._renderer.prepared(fmt, zipped=negotiated.gzip)
+
     @staticmethod
     def _filtered(environ: WSGIEnvironment) -> bool:
         return "name[]" in parse_qs(environ.get("QUERY_STRING", ""))

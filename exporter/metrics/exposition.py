@@ -56,6 +56,7 @@ from exporter.metrics.family import (
     PerService,
     ServiceEntry,
     ServiceSubject,
+    changed_parts,
 )
 from exporter.metrics.gzipstream import (
     DEFLATE_END,
@@ -111,9 +112,10 @@ class RenderCounts:
     sum_rebuilds: int = 0
     # Chunks compressed into a deflate segment.
     deflated: int = 0
-    # Per family name: its lines rendered again for a Service whose result was replaced.
+    # Per family name: its lines replaced (other bytes) for a Service whose result was.
     rerendered: Counter[str] = field(default_factory=Counter)
-    # Family chunks kept from a replaced result because the family's inputs were equal.
+    # Family chunks kept from a replaced result: what the family reads was equal, or its
+    # lines rendered again were the same bytes.
     reused: int = 0
 
 
@@ -165,11 +167,10 @@ class ExpositionRenderer:
         self._node_columns = [
             index for index, column in enumerate(self._service_columns) if column.reads_nodes
         ]
-        # (index, inputs, per entry, reads nodes) of the service columns that declare inputs.
+        # (index, inputs, per entry, reads nodes, parts) of the service columns.
         self._input_checks = [
-            (index, column.inputs, column.per_entry, column.reads_nodes)
+            (index, column.inputs, column.per_entry, column.reads_nodes, column.parts)
             for index, column in enumerate(self._service_columns)
-            if column.inputs is not None
         ]
         self._headers = {
             fmt: tuple(family_header(family, fmt) for family in families) for fmt in Format
@@ -235,6 +236,25 @@ class ExpositionRenderer:
         chunks.append(DEFLATE_END)
         chunks.append(trailer(zlib.crc32(tail, crc), size + len(tail)))
         return chunks
+
+    def prepared(self, fmt: Format, *, zipped: bool) -> bool:
+        """Whether `render` (or `render_gzip`) would only hand out what is cached: the body
+        of the current state, and for gzip its segments and checksum in this format. (The
+        evaluator may publish a state just after: then that call renders it.)"""
+        if not self._ready():
+            return True
+        body = self._body
+        if body is None or body.state is not self._state():
+            return False
+        if not zipped:
+            return True
+        segments, checksum = self._segments, self._checksums.get(fmt)
+        return (
+            segments is not None
+            and segments[0] is body
+            and checksum is not None
+            and checksum[0] is body
+        )
 
     # -- bringing the body up to date ---------------------------------------------------------
 
@@ -321,26 +341,23 @@ class ExpositionRenderer:
             for a, b in zip(old_verdicts, new_verdicts, strict=True)
         ):
             return None
-        forecasts = old.forecasts or (NO_FORECAST,) * len(old_verdicts)
-        old_entries = [
-            ServiceEntry(verdict, flips, nodes, forecast)
-            for verdict, flips, forecast in zip(
-                old_verdicts, old.state_changes, forecasts, strict=True
-            )
-        ]
-        forecasts = new.forecasts or (NO_FORECAST,) * len(new_verdicts)
-        pairs = [
-            (old_entry, ServiceEntry(verdict, flips, nodes, forecast))
-            for old_entry, verdict, flips, forecast in zip(
-                old_entries, new_verdicts, new.state_changes, forecasts, strict=True
-            )
-        ]
+        changed = changed_parts(old, new)
+        pairs: list[tuple[ServiceEntry, ServiceEntry]] | None = None
         kept = [False] * len(self._service_columns)
         # Plain loops: this runs for every Service of a CPU-share change.
-        for index, inputs, per_entry, reads_nodes in self._input_checks:
+        for index, inputs, per_entry, reads_nodes, parts in self._input_checks:
             if nodes_moved and reads_nodes:
                 continue
-            if per_entry:
+            if parts is not None and parts.isdisjoint(changed):
+                # Nothing the samples read moved (a resize moves the zones and the
+                # cross-zone figures): no samples to build and compare.
+                kept[index] = True
+            elif inputs is None:
+                # Rendered again; the blocks keep the old chunk if the bytes are equal.
+                continue
+            elif per_entry:
+                if pairs is None:
+                    pairs = _entry_pairs(old, new, nodes)
                 for old_entry, new_entry in pairs:
                     a = inputs(old_entry)
                     b = inputs(new_entry)
@@ -361,12 +378,9 @@ class ExpositionRenderer:
         subject = ServiceSubject(result, nodes)
         prepared = Prepared.of(subject)
         row: list[bytes | None] = [None] * len(kept)
-        rerendered = self.counts.rerendered
         for index, column in enumerate(self._service_columns):
             if not kept[index]:
                 row[index] = column.render(subject, prepared)
-                rerendered[column.family.name] += 1
-        self.counts.reused += sum(kept)
         return tuple(row)
 
     def _node_row(self, fragment: Fragment, nodes: ReadyNodes) -> Update:
@@ -459,7 +473,11 @@ class ExpositionRenderer:
                 row = self._row(result, nodes)
             fragments[key] = Fragment(result, exported=row is not None)
             if row is not None:
-                self._blocks.set(key, row)
+                replaced = self._blocks.set(key, row)
+                if kept is not None:
+                    for index in replaced:
+                        self.counts.rerendered[self._service_columns[index].family.name] += 1
+                    self.counts.reused += len(row) - len(replaced)
             elif old is not None and old.exported:
                 self._blocks.remove(key)
         return applied
@@ -500,3 +518,21 @@ class ExpositionRenderer:
                 crc, size = checksum((header, *chunks), crc, size)
             self._checksums[fmt] = (body, crc, size)
             return crc, size
+
+
+def _entry_pairs(
+    old: ServiceResult, new: ServiceResult, nodes: ReadyNodes
+) -> list[tuple[ServiceEntry, ServiceEntry]]:
+    """Each address type's (old entry, new entry), as the per-entry families read them."""
+    forecasts = old.forecasts or (NO_FORECAST,) * len(old.verdicts)
+    old_entries = [
+        ServiceEntry(verdict, flips, nodes, forecast)
+        for verdict, flips, forecast in zip(old.verdicts, old.state_changes, forecasts, strict=True)
+    ]
+    forecasts = new.forecasts or (NO_FORECAST,) * len(new.verdicts)
+    return [
+        (old_entry, ServiceEntry(verdict, flips, nodes, forecast))
+        for old_entry, verdict, flips, forecast in zip(
+            old_entries, new.verdicts, new.state_changes, forecasts, strict=True
+        )
+    ]

@@ -19,8 +19,9 @@ labels after the scope's identity labels, and how its samples are produced:
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
@@ -139,11 +140,65 @@ class PerService:
     # identity labels and, when `reads_nodes`, the Ready nodes: while it compares equal
     # (`is`, then `==`) for every entry of a replaced result, the cached renderer keeps the
     # family's lines. It must decide the samples wholly (order included), and cost less
-    # than rendering them. `each_entry` and `each_service` derive it from the samples
-    # themselves unless a family names something cheaper to compare (an object the
-    # engine's memos share, so that `is` decides); None: rendered again whenever the
-    # result is replaced.
+    # than rendering them: a family names it only where an object the engine's memos share
+    # lets `is` decide. None: when `parts` moved, the lines are rendered again and kept
+    # only if their bytes differ (one pass over the samples, where comparing old and new
+    # samples took two before the render).
     inputs: Callable[[Any], object] | None = None
+    # The parts of an entry the samples read besides the identity labels and, when
+    # `reads_nodes`, the Ready nodes (`ENTRY_PARTS`: its verdict's fields, its flip counter
+    # and its forecast; for `service`, those of any of the Service's entries). A replaced
+    # result none of whose entries changed in these keeps the family's lines without
+    # `inputs` being compared: a node resize moves a verdict's zones and cross-zone figures
+    # only. None: not declared (`inputs` decides).
+    parts: frozenset[str] | None = None
+
+
+# What `PerService.parts` may name: the fields of an entry's verdict, and its flip counter
+# and what-if forecast (`ServiceEntry.state_changes`, `.forecast`).
+VERDICT_PARTS = frozenset(field.name for field in fields(EntryVerdict))
+ENTRY_PARTS = VERDICT_PARTS | {"state_changes", "forecast"}
+
+
+def _parts(names: Iterable[str] | None) -> frozenset[str] | None:
+    if names is None:
+        return None
+    parts = frozenset(names)
+    if unknown := parts - ENTRY_PARTS:
+        raise ValueError(f"not a part of an entry: {', '.join(sorted(unknown))}")
+    return parts
+
+
+def changed_parts(old: ServiceResult, new: ServiceResult) -> set[str]:
+    """The `ENTRY_PARTS` in which any entry of `new` differs from the same entry of `old`
+    (`is`, then `==`); the results have the same number of entries."""
+    changed: set[str] = set()
+    for before, after in zip(old.verdicts, new.verdicts, strict=True):
+        if before is not after:
+            changed.update(
+                [
+                    name
+                    for name, a, b in zip(
+                        _VERDICT_FIELD_NAMES,
+                        _verdict_fields(before),
+                        _verdict_fields(after),
+                        strict=True,
+                    )
+                    if a is not b and a != b
+                ]
+            )
+    if old.state_changes != new.state_changes:
+        changed.add("state_changes")
+    if old.forecasts is not new.forecasts and (
+        old.forecasts or (NO_FORECAST,) * len(old.verdicts)
+    ) != (new.forecasts or (NO_FORECAST,) * len(new.verdicts)):
+        changed.add("forecast")
+    return changed
+
+
+_VERDICT_FIELD_NAMES = tuple(sorted(VERDICT_PARTS))
+# Every field of a verdict in one call (a resize compares two verdicts per Service).
+_verdict_fields = operator.attrgetter(*_VERDICT_FIELD_NAMES)
 
 
 class RunningSum(Protocol[_Contribution]):
@@ -203,9 +258,10 @@ def each_entry(
     *,
     reads_nodes: bool = False,
     inputs: Callable[[ServiceEntry], object] | None = None,
+    parts: Iterable[str] | None = None,
 ) -> PerService:
     """A per-(Service, address type) function, its samples prefixed with the entry's key;
-    without `inputs`, the unprefixed samples are what the renderer compares."""
+    `parts` and `inputs` as `PerService` has them."""
 
     def samples(service: ServiceSubject) -> Iterator[Sample]:
         for key, entry in service.entries:
@@ -213,7 +269,7 @@ def each_entry(
                 yield (*key, *labels), value
 
     return PerService(
-        samples, entry=function, reads_nodes=reads_nodes, inputs=inputs or _samples_of(function)
+        samples, entry=function, reads_nodes=reads_nodes, inputs=inputs, parts=_parts(parts)
     )
 
 
@@ -221,25 +277,17 @@ def each_service(
     function: Callable[[ServiceResult], Iterable[Sample]],
     *,
     inputs: Callable[[ServiceResult], object] | None = None,
+    parts: Iterable[str] | None = None,
 ) -> PerService:
     """A per-Service function, its samples prefixed with the Service's namespace and name;
-    without `inputs`, the unprefixed samples are what the renderer compares."""
+    `parts` and `inputs` as `PerService` has them."""
 
     def samples(service: ServiceSubject) -> Iterator[Sample]:
         key = service.result.service.key
         for labels, value in function(service.result):
             yield (*key, *labels), value
 
-    return PerService(samples, service=function, inputs=inputs or _samples_of(function))
-
-
-def _samples_of(function: Callable[[Any], Iterable[Sample]]) -> Callable[[Any], object]:
-    """The samples as a comparable value: they decide the lines wholly, by definition."""
-
-    def inputs(subject: Any) -> object:  # noqa: ANN401 - an entry or a result, as declared
-        return tuple(function(subject))
-
-    return inputs
+    return PerService(samples, service=function, inputs=inputs, parts=_parts(parts))
 
 
 def from_scrape(

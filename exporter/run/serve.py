@@ -27,6 +27,7 @@ from exporter.engine.whatif.zoneloss import MAX_ZONE_LOSS_ZONES
 from exporter.http.auth import BasicAuth
 from exporter.http.routes import default_routes, make_app
 from exporter.http.server import MetricsServer
+from exporter.http.slots import ScrapeCosts
 from exporter.http.webconfig import WebConfig, load_web_config, tls_from_flags
 from exporter.logs import LogFormat, configure_logging
 from exporter.metrics.collector import (
@@ -264,7 +265,7 @@ class Exporter:
             options.listen_address,
             tls=tls,
             headers=web.headers,
-            expensive=metrics.expensive,
+            costs=ScrapeCosts(expensive=metrics.expensive, prepared=metrics.prepared),
             auth=BasicAuth(web.basic_auth_users) if web.basic_auth_users else None,
         )
 

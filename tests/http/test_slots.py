@@ -25,6 +25,7 @@ from exporter.http.auth import BasicAuth
 from exporter.http.limits import HttpLimits
 from exporter.http.routes import default_routes, make_app
 from exporter.http.server import MetricsServer
+from exporter.http.slots import ScrapeCosts
 from tests.http.support import Served
 
 if TYPE_CHECKING:
@@ -199,7 +200,7 @@ def test_expensive_scrapes_queue_for_one_slot_and_ordinary_ones_go_past() -> Non
     def expensive(environ: WSGIEnvironment) -> bool:
         return "HTTP_X_EXPENSIVE" in environ
 
-    with in_process(metrics, expensive=expensive) as (_, served):
+    with in_process(metrics, costs=ScrapeCosts(expensive=expensive)) as (_, served):
         results, threads = in_threads(
             8, lambda: served.get("/metrics", headers={"X-Expensive": "1"})[0]
         )
@@ -332,3 +333,23 @@ def test_basic_auth_knows_without_bcrypt_only_what_needs_none(
     # Unknown users too: their decoy check takes bcrypt's time, on the auth thread.
     nobody = "Basic " + base64.b64encode(b"nobody:good").decode()
     assert auth.known(nobody) is None
+
+
+@pytest.mark.server
+def test_a_prepared_scrape_is_answered_on_the_loop_thread_and_others_on_workers() -> None:
+    """A scrape the app has at hand skips the hop to a worker and back (two waits for the
+    scheduler on a busy machine); one it has to render, and pages, still go to workers."""
+    threads: dict[str, str] = {}
+
+    def metrics(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        threads[environ.get("HTTP_X_CASE", "")] = threading.current_thread().name
+        return hello(environ, start_response)
+
+    def prepared(environ: WSGIEnvironment) -> bool:
+        return environ.get("HTTP_X_CASE") == "prepared"
+
+    with in_process(metrics, costs=ScrapeCosts(prepared=prepared)) as (_, served):
+        for case in ("prepared", "rendered"):
+            assert served.get("/metrics", headers={"X-Case": case})[:1] == (200,)
+    assert threads["prepared"] == "http"
+    assert threads["rendered"].startswith("http-worker")

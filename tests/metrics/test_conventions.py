@@ -107,6 +107,7 @@ def test_default_export_selection(serve_snapshot: ServeSnapshot) -> None:
             "traffic_distribution": "PreferNearby",
             "internal_traffic_policy": "Cluster",
             "proxied": "true",
+            "controller_synced": "true",
         }
     ]
     # mechanism none: no expected_enabled series at all.
@@ -134,6 +135,7 @@ def test_all_services_flag_exports_plain_services(serve_snapshot: ServeSnapshot)
             "traffic_distribution": "",
             "internal_traffic_policy": "Cluster",
             "proxied": "true",
+            "controller_synced": "true",
         }
     ]
 

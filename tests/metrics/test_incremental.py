@@ -426,3 +426,22 @@ def test_curl_reads_the_multi_member_gzip(serve_snapshot: ServeSnapshot) -> None
     assert completed.stdout.startswith(expected)
     # The exporter's own families come last, in the last member.
     assert b"\ntopology_hints_ready 1.0\n" in completed.stdout[len(expected) :]
+
+
+def test_prepared_says_whether_a_scrape_only_hands_out_the_cache(cluster: Cluster) -> None:
+    """What the server answers on its loop thread: the current state's body, rendered, and for
+    gzip its segments; a new state, or a format not yet compressed, is not prepared."""
+    renderer = _renderer(cluster)
+    assert not renderer.prepared(Format.TEXT, zipped=False)
+    renderer.render(Format.TEXT)
+    assert renderer.prepared(Format.TEXT, zipped=False)
+    assert not renderer.prepared(Format.TEXT, zipped=True)
+    renderer.render_gzip(Format.TEXT)
+    assert renderer.prepared(Format.TEXT, zipped=True)
+    assert not renderer.prepared(Format.OPENMETRICS, zipped=True)
+    cluster.store.upsert_endpoint_slice(
+        replace(cluster.slices[0], endpoints=cluster.slices[0].endpoints[:-1])
+    )
+    cluster.evaluator.step()
+    assert not renderer.prepared(Format.TEXT, zipped=False)
+    assert not renderer.prepared(Format.TEXT, zipped=True)

@@ -208,3 +208,26 @@ def test_expensive_names_the_requests_prometheus_client_renders(
     prometheus_client (issue 22 item 4: `escaping=dots` was open to all, uncapped)."""
     endpoint, _ = endpoint_and_reference
     assert endpoint.expensive(_environ(accept, query=query)) is expensive
+
+
+@pytest.mark.parametrize(
+    ("accept", "query", "prepared"),
+    [
+        ("", "", True),
+        (PROMETHEUS_ACCEPT, "", True),
+        ("text/plain;version=1.0.0;escaping=dots", "", False),
+        ("", "name[]=topology_hints_service_info", False),
+    ],
+)
+def test_prepared_names_the_scrapes_answered_from_the_cache(
+    endpoint_and_reference: tuple[MetricsEndpoint, WSGIApplication],
+    accept: str,
+    query: str,
+    prepared: bool,  # noqa: FBT001 - a parameter
+) -> None:
+    """What the server answers on its loop thread once the body is rendered: the cached
+    families in the names as kept, never what another renderer or prometheus_client makes."""
+    endpoint, _ = endpoint_and_reference
+    for accept_encoding in (None, "gzip"):
+        endpoint(_environ(accept, accept_encoding, query=query), lambda *_: lambda _: None)
+        assert endpoint.prepared(_environ(accept, accept_encoding, query=query)) is prepared

@@ -44,6 +44,7 @@ SERVICE_PROXY_MODE = _declare(
         ),
         # Items, not the mapping: its order is the lines' order, which `==` ignores.
         inputs=lambda entry: tuple(entry.verdict.proxy.by_zone.items()),
+        parts=("proxy",),
     ),
     labels=("zone", "mode"),
 )
@@ -60,6 +61,7 @@ SERVICE_PROXY_NODES = _declare(
         reads_nodes=True,
         # Counted and sorted by mode: the mapping's order does not matter here.
         inputs=lambda entry: entry.verdict.proxy,
+        parts=("proxy",),
     ),
     labels=("mode",),
 )
@@ -91,7 +93,7 @@ SERVICE_ROUTING_NODES = _declare(
     Scope.SERVICE_ENTRY,
     "Ready nodes of the zone whose clients the data plane routes this way (same-node, "
     "same-zone, cluster, local, mixed, no-endpoints); one series per routing present.",
-    each_entry(_routing_nodes, inputs=_routing_inputs),
+    each_entry(_routing_nodes, inputs=_routing_inputs, parts=("routing",)),
     labels=("dataplane", "zone", "routing"),
 )
 SERVICE_LOCAL_ROUTING_RATIO = _declare(
@@ -101,7 +103,7 @@ SERVICE_LOCAL_ROUTING_RATIO = _declare(
     "Share of Ready nodes whose traffic to the Service stays local (same-node, same-zone "
     "or local) under the data plane; 0 means it leaves its zone everywhere (absent when "
     "no routing applies).",
-    each_entry(_local_routing_ratio, inputs=_routing_inputs),
+    each_entry(_local_routing_ratio, inputs=_routing_inputs, parts=("routing",)),
     labels=("dataplane",),
 )
 
@@ -137,7 +139,7 @@ SERVICE_CROSS_ZONE_RATIO = _declare(
     "(clients weighted by allocatable CPU, spread evenly over the endpoints their routing "
     "gives them): scenario effective is today's routing, floor what no routing can avoid "
     "(clients whose zone has no endpoint). Absent when no client gets an endpoint.",
-    each_entry(_cross_zone_ratio, inputs=_cross_zone_inputs),
+    each_entry(_cross_zone_ratio, inputs=_cross_zone_inputs, parts=("cross_zone",)),
     labels=("dataplane", "scenario"),
 )
 SERVICE_ZONE_CROSS_ZONE_RATIO = _declare(
@@ -146,7 +148,7 @@ SERVICE_ZONE_CROSS_ZONE_RATIO = _declare(
     Scope.SERVICE_ENTRY,
     "Expected cross-zone share (effective) of the traffic of the zone's clients, per "
     "client zone that has a client given an endpoint.",
-    each_entry(_zone_cross_zone_ratio, inputs=_cross_zone_inputs),
+    each_entry(_zone_cross_zone_ratio, inputs=_cross_zone_inputs, parts=("cross_zone",)),
     labels=("dataplane", "zone"),
 )
 # Set by instruments.py at start: the data planes evaluated and how each was chosen.

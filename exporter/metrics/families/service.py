@@ -49,9 +49,7 @@ SERVICE_INFO = _declare(
     "(false for headless and ExternalName Services, whose hints no data plane reads), and "
     "whether the EndpointSlice controller syncs it (false for Services without a selector "
     "and ExternalName Services, whose slices, if any, are made by something else).",
-    each_service(
-        _service_info,
-    ),
+    each_service(_service_info, parts=("service", "mechanism")),
     labels=(
         "mechanism",
         "traffic_distribution",
@@ -67,6 +65,7 @@ SERVICE_CONFIG_ISSUE = _declare(
     "1 per configuration mistake found on the Service (issue id, see the runbook).",
     each_service(
         lambda result: (((str(issue),), 1.0) for issue in sorted(result.verdicts[0].config_issues)),
+        parts=("config_issues",),
     ),
     labels=("issue",),
 )
@@ -79,6 +78,7 @@ SERVICE_NOTICE = _declare(
     "problem, and no alert fires on it.",
     each_service(
         lambda result: (((str(notice),), 1.0) for notice in sorted(result.verdicts[0].notices)),
+        parts=("notices",),
     ),
     labels=("notice",),
 )
@@ -116,7 +116,7 @@ SERVICE_EXPECTED_ENABLED = _declare(
     Scope.SERVICE_ENTRY,
     "1 when the EndpointSlice controller should keep hints for the Service, 0 when it "
     "removes them (absent without a hint mechanism).",
-    each_entry(_expected_enabled),
+    each_entry(_expected_enabled, parts=("expected_state",)),
 )
 SERVICE_DISABLED_REASON = _declare(
     "service_disabled_reason",
@@ -127,6 +127,7 @@ SERVICE_DISABLED_REASON = _declare(
         lambda entry: (
             [((str(entry.verdict.reason),), 1.0)] if entry.verdict.reason is not None else []
         ),
+        parts=("reason",),
     ),
     labels=("reason",),
 )
@@ -137,6 +138,7 @@ SERVICE_READY_ENDPOINTS = _declare(
     "Ready endpoints in controller-managed EndpointSlices (N of the allocation).",
     each_entry(
         lambda entry: one_sample(entry.verdict.ready_endpoints),
+        parts=("ready_endpoints",),
     ),
 )
 SERVICE_HINTED_ENDPOINTS = _declare(
@@ -146,6 +148,7 @@ SERVICE_HINTED_ENDPOINTS = _declare(
     "Ready endpoints that carry at least one zone hint.",
     each_entry(
         lambda entry: one_sample(entry.verdict.hinted_endpoints),
+        parts=("hinted_endpoints",),
     ),
 )
 SERVICE_HINT_COMPLETENESS = _declare(
@@ -160,6 +163,7 @@ SERVICE_HINT_COMPLETENESS = _declare(
             if entry.verdict.hint_completeness is not None
             else []
         ),
+        parts=("hint_completeness",),
     ),
 )
 SERVICE_DRIFT = _declare(
@@ -170,6 +174,7 @@ SERVICE_DRIFT = _declare(
     "(kind: hints-missing, unexpected-hints, zone-out-of-range).",
     each_entry(
         lambda entry: (((str(kind),), 1.0) for kind in sorted(entry.verdict.drift)),
+        parts=("drift",),
     ),
     labels=("kind",),
 )
@@ -179,7 +184,7 @@ SERVICE_NEAREST_FEASIBLE_ENDPOINTS = _declare(
     Scope.SERVICE_ENTRY,
     "The nearest ready endpoint count below or above today's that would let the "
     "controller enable auto hints with today's zone ratios.",
-    each_entry(_nearest_feasible),
+    each_entry(_nearest_feasible, parts=("nearest_feasible",)),
     labels=("direction",),
 )
 SERVICE_ENDPOINT_MARGIN = _declare(
@@ -189,7 +194,7 @@ SERVICE_ENDPOINT_MARGIN = _declare(
     "Ready endpoints that may go (down) or come (up), one at a time, before the controller "
     "removes the auto hints; 0 means one pod more or less disables them, up is +Inf when no "
     "higher count is refused (absent unless auto and enabled).",
-    each_entry(_endpoint_margin),
+    each_entry(_endpoint_margin, parts=("forecast",)),
     labels=("direction",),
 )
 SERVICE_STATE_CHANGES_TOTAL = _declare(
@@ -197,7 +202,7 @@ SERVICE_STATE_CHANGES_TOTAL = _declare(
     COUNTER,
     Scope.SERVICE_ENTRY,
     "Flips of the expected state between enabled and disabled seen since the exporter started.",
-    each_entry(lambda entry: one_sample(entry.state_changes)),
+    each_entry(lambda entry: one_sample(entry.state_changes), parts=("state_changes",)),
 )
 
 

@@ -44,7 +44,7 @@ ZONE_ALLOCATION_MINIMUM = _declare(
     Scope.SERVICE_ENTRY,
     "Fewest endpoints the controller must hint for the zone to keep it within "
     f"{_OVERLOAD_SHARE} of its share (auto, enabled).",
-    each_entry(_zone_allocation("minimum")),
+    each_entry(_zone_allocation("minimum"), parts=("zones",)),
     labels=("zone",),
 )
 ZONE_ALLOCATION_DESIRED = _declare(
@@ -52,7 +52,7 @@ ZONE_ALLOCATION_DESIRED = _declare(
     GAUGE,
     Scope.SERVICE_ENTRY,
     "Endpoints the zone deserves by its CPU share (auto, enabled).",
-    each_entry(_zone_allocation("desired")),
+    each_entry(_zone_allocation("desired"), parts=("zones",)),
     labels=("zone",),
 )
 ZONE_ALLOCATION_MAXIMUM = _declare(
@@ -60,7 +60,7 @@ ZONE_ALLOCATION_MAXIMUM = _declare(
     GAUGE,
     Scope.SERVICE_ENTRY,
     "Most endpoints the controller may hint for the zone (auto, enabled).",
-    each_entry(_zone_allocation("maximum")),
+    each_entry(_zone_allocation("maximum"), parts=("zones",)),
     labels=("zone",),
 )
 ZONE_HINTED_ENDPOINTS = _declare(
@@ -76,6 +76,7 @@ ZONE_HINTED_ENDPOINTS = _declare(
         inputs=lambda entry: [
             (zone, verdict.hinted) for zone, verdict in entry.verdict.zones.items()
         ],
+        parts=("zones",),
     ),
     labels=("zone",),
 )
@@ -87,6 +88,7 @@ ZONE_ENDPOINTS = _declare(
     each_entry(
         _zone_endpoints,
         inputs=lambda entry: (tuple(entry.verdict.zones), entry.verdict.zone_endpoints),
+        parts=("zones", "zone_endpoints"),
     ),
     labels=("zone",),
 )
@@ -96,7 +98,7 @@ ZONE_LOAD_FACTOR = _declare(
     Scope.SERVICE_ENTRY,
     "Traffic one endpoint hinted for the zone receives relative to its fair share, "
     f"when traffic follows CPU (1 is fair; auto keeps it at or under {_OVERLOAD_LIMIT}).",
-    each_entry(_zone_load_factor),
+    each_entry(_zone_load_factor, parts=("zones",)),
     labels=("zone",),
 )
 

@@ -24,12 +24,19 @@ called topology-hints-exporter names its objects as deploy/base does), else RELE
 {{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/*
+Every string a template writes goes through `quote` or `toYaml` (tests/helm/test_quoting.py
+reads the templates for it): a value never becomes YAML of its own, whatever values.schema.json
+lets through. The helpers that return one value (the.name, the.fullname, the.chart, the.image,
+the.serviceAccountName) are quoted where they are used; the ones below write YAML.
+*/}}
+
 {{/* Labels every object carries. */}}
 {{- define "the.labels" -}}
-helm.sh/chart: {{ include "the.chart" . }}
+helm.sh/chart: {{ include "the.chart" . | quote }}
 {{ include "the.selectorLabels" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/managed-by: {{ .Release.Service | quote }}
 app.kubernetes.io/part-of: topology-hints-exporter
 {{- with .Values.commonLabels }}
 {{ toYaml . }}
@@ -38,8 +45,8 @@ app.kubernetes.io/part-of: topology-hints-exporter
 
 {{/* The labels that tell this release's objects apart (selectors use them). */}}
 {{- define "the.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "the.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/name: {{ include "the.name" . | quote }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
 {{- end -}}
 
 {{- define "the.serviceAccountName" -}}
@@ -59,45 +66,46 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- end -}}
 
-{{/* The `serve` command line: the flags of `topology-hints-exporter serve --help`. */}}
+{{/* The `serve` command line: the flags of `topology-hints-exporter serve --help`, one quoted
+argument each (a list joined with commas is still one argument). */}}
 {{- define "the.args" -}}
-- serve
-- --listen-address=:{{ .Values.containerPort }}
+- "serve"
+- {{ printf "--listen-address=:%d" (int .Values.containerPort) | quote }}
 {{- if .Values.sharding.enabled }}
-- --shard=auto
-- --total-shards={{ .Values.replicas }}
+- "--shard=auto"
+- {{ printf "--total-shards=%d" (int .Values.replicas) | quote }}
 {{- end }}
 {{- with .Values.externalUrl }}
-- --external-url={{ . }}
+- {{ printf "--external-url=%s" . | quote }}
 {{- end }}
 {{- if .Values.allServices }}
-- --all-services
+- "--all-services"
 {{- end }}
 {{- with .Values.namespaces }}
-- --namespaces={{ join "," . }}
+- {{ printf "--namespaces=%s" (join "," .) | quote }}
 {{- end }}
 {{- with .Values.namespacesExclude }}
-- --namespaces-exclude={{ join "," . }}
+- {{ printf "--namespaces-exclude=%s" (join "," .) | quote }}
 {{- end }}
 {{- with .Values.metricAllowlist }}
-- --metric-allowlist={{ join "," . }}
+- {{ printf "--metric-allowlist=%s" (join "," .) | quote }}
 {{- end }}
 {{- with .Values.metricDenylist }}
-- --metric-denylist={{ join "," . }}
+- {{ printf "--metric-denylist=%s" (join "," .) | quote }}
 {{- end }}
 {{- with .Values.logLevel }}
-- --log-level={{ . }}
+- {{ printf "--log-level=%s" . | quote }}
 {{- end }}
 {{- with .Values.logFormat }}
-- --log-format={{ . }}
+- {{ printf "--log-format=%s" . | quote }}
 {{- end }}
 {{- if .Values.dataplaneDetection.enabled }}
 {{- if .Values.dataplanes }}
 {{- fail "dataplanes: leave it empty with dataplaneDetection.enabled, which sets --dataplane=auto" }}
 {{- end }}
-- --dataplane=auto
+- "--dataplane=auto"
 {{- else if .Values.dataplanes }}
-- --dataplane={{ join "," .Values.dataplanes }}
+- {{ printf "--dataplane=%s" (join "," .Values.dataplanes) | quote }}
 {{- end }}
 {{- range .Values.extraArgs }}
 - {{ . | quote }}
