@@ -67,7 +67,7 @@ lint: $(STAMP)
 	# bench/'s scripts import `cluster` top-level, tests import bench.cluster: a run apart.
 	$(BIN)/mypy bench/bench.py bench/status_page.py bench/cluster.py bench/render.py bench/report.py \
 		bench/ksm.py bench/procstat.py bench/apicost.py bench/memos.py bench/escaping.py \
-		bench/render_split.py
+		bench/render_split.py bench/crosszone.py bench/initial_stream.py
 	$(BIN)/lint-imports
 
 format: $(STAMP)

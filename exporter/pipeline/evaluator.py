@@ -101,6 +101,10 @@ class Evaluator:
         self._results: immutables.Map[ServiceKey, ServiceResult] = immutables.Map()
         self._last_state: dict[EntryKey, ExpectedState] = {}
         self._flips: dict[EntryKey, int] = {}
+        # Flips are counted against states served as ready only: one computed before (from
+        # a list that was not whole: 0 Nodes, every Service refused) was never a verdict
+        # anyone saw, and a change from it is no flip of the Service (issue 30, 6).
+        self._counting = True
         self._event_counts: dict[str, int] = {}
         self._event_totals: dict[str, int] = {}
         self._last_event: dict[EventKey, float] = {}
@@ -127,6 +131,14 @@ class Evaluator:
     @property
     def state(self) -> ClusterResult:
         return self._state
+
+    def count_flips_once_ready(self) -> None:
+        """No flip is counted until `published_as_ready` (the live exporter, before /readyz)."""
+        self._counting = False
+
+    def published_as_ready(self) -> None:
+        """The state now published is served as ready: flips are counted from it on."""
+        self._counting = True
 
     @property
     def profile(self) -> Profile:
@@ -296,7 +308,7 @@ class Evaluator:
         if state not in _FLIPPING_STATES:
             return
         previous = self._last_state.get(key)
-        if previous is not None and previous is not state:
+        if self._counting and previous is not None and previous is not state:
             self._flips[key] += 1
         self._last_state[key] = state
 

@@ -43,6 +43,7 @@ from exporter.metrics.families import SAME_ON_EVERY_SHARD
 from exporter.metrics.instruments import RESOURCES, ExporterMetrics, StatusCollector
 from exporter.pipeline.evaluator import Evaluator
 from exporter.run.profile import ProfileReader, flags_profile
+from exporter.run.readiness import ago, describe_watch_failure
 from exporter.runtime import release_free_memory
 from exporter.sources.cluster import ENDPOINT_SLICES, EVENTS, NODES, SERVICES, sinks
 from exporter.sources.dataplanes import FLAG, detect_dataplanes
@@ -182,6 +183,8 @@ class Exporter:
                 and options.profile_flags.kubernetes_minor is None,
             ),
         )
+        # Flips are counted from the state /readyz first serves (published_as_ready).
+        self.evaluator.count_flips_once_ready()
         self._profiles = ProfileReader(
             options.profile_flags, kube_proxy_minor, self.evaluator, options.informer.timeouts
         )
@@ -307,12 +310,12 @@ class Exporter:
         if listing:
             lines.append(
                 f"- {', '.join(listing)}: reading the first complete list from the API server "
-                f"(started {_ago(self._started_at, now)})"
+                f"(started {ago(self._started_at, now)})"
             )
         if self._transport is not None and not self._informing.is_set():
             lines.append(
                 "- reading the API server's /version before listing "
-                f"(started {_ago(self._started_at, now)})"
+                f"(started {ago(self._started_at, now)})"
             )
         if not lines:
             lines.append("- evaluating the first snapshot")
@@ -460,6 +463,7 @@ class Exporter:
                     # buffers freed: give those pages back to the system (10-20 ms).
                     release_free_memory()
                 self._ready.set()
+                self.evaluator.published_as_ready()
                 logger.info("ready", **self.store.counts())
                 if self.evaluator.state.zone_loss_skipped:
                     logger.warning(
@@ -492,62 +496,6 @@ class _DownSince:
 
     def invalid_object(self, resource: Resource) -> None:
         self._metrics.invalid_object(resource)
-
-
-_HTTP_STATUS = re.compile(r"\bHTTP (\d{3})\b")
-_GROUPS = {"endpointslices": "discovery.k8s.io"}
-
-
-def describe_watch_failure(
-    resource: str, problem: str, down_since: dict[str, float], now: float
-) -> str:
-    """One line for people about a resource the exporter cannot read.
-
-    `problem` is the informer's own text (a library's exception string with hosts in it):
-    only its kind is used here, never its words.
-    """
-    since = down_since.get(resource)
-    when = f" since {_ago(since, now)}" if since is not None else ""
-    match = _HTTP_STATUS.search(problem)
-    status = int(match.group(1)) if match else None
-    group = _GROUPS.get(resource, "core")
-    if problem.startswith("forbidden") or status == 403:
-        what = "the API server refuses to list or watch them (403 Forbidden)"
-        check = (
-            f"check that the exporter's ClusterRole grants list and watch on {resource} "
-            f"(API group {group}) and that its ClusterRoleBinding names the exporter's "
-            "service account"
-        )
-    elif status == 401:
-        what = "the API server does not accept the exporter's credentials (401 Unauthorized)"
-        check = "check the service account token, or the user of the kubeconfig in use"
-    elif problem.startswith("stalled"):
-        what = "its watch went silent: no event and no bookmark from the API server in time"
-        check = (
-            "the watch was restarted; check proxies or load balancers between the exporter "
-            "and the API server that hold connections open without passing data"
-        )
-    elif status == 429 or problem.startswith("throttled"):
-        what = "the API server asks the exporter to slow down (429 Too Many Requests)"
-        check = "the exporter retries as told; check the API server's load and priority levels"
-    elif status is not None and status >= 500:
-        what = f"the API server answers with an error (HTTP {status})"
-        check = "check the API server's health and its logs"
-    elif status is not None:
-        what = f"the API server rejects the request (HTTP {status})"
-        check = "check the exporter's log for the API server's message"
-    else:
-        what = "the API server cannot be reached, or its answer cannot be read"
-        check = (
-            "check the network path to the API server (NetworkPolicy egress, DNS, proxies) "
-            "and that it is up; the exporter's log has the details"
-        )
-    return f"- {resource}: {what}{when}; {check}. Retrying."
-
-
-def _ago(moment: float, now: float) -> str:
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(moment))
-    return f"{stamp} ({max(0, round(now - moment))} s ago)"
 
 
 def run(options: ServeOptions) -> int:

@@ -15,9 +15,14 @@ The watch stream's lines are read and decoded here rather than through
 an ERROR event (kubernetes 37.0.2), which is exactly the 410 Gone that must trigger a
 relist.
 
+A list that cannot complete is reported as any failure is (`problem`, watch_up 0, one
+warning): LISTs answered 410 Gone again and again, and a streaming list whose end bookmark
+does not come within `watch_silence_seconds` (it is read on: the bookmark may still come).
+
 This module is the loop; its parts live beside it: splitting the stream into lines
 (`exporter.sources.watchlines`), the waits and which failures count against a
-resourceVersion (`exporter.sources.retry`), what a resource is (`exporter.sources.spec`).
+resourceVersion (`exporter.sources.retry`), what a resource is (`exporter.sources.spec`),
+a streaming list's objects until its end (`exporter.sources.initial`).
 """
 
 from __future__ import annotations
@@ -29,7 +34,6 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
 import msgspec
@@ -43,17 +47,24 @@ from exporter.sources.decode import (
     WatchEvent,
     decode_json,
 )
+from exporter.sources.initial import InitialList, Key, StreamingLists
 from exporter.sources.kubeapi import ApiStatusError, Timeouts, read_body
 from exporter.sources.lists import NOT_OLDER_THAN, ResourceReader
 from exporter.sources.retry import (
     HTTP_FORBIDDEN,
     Backoff,
+    ExpiredError,
+    ListStalledError,
+    WatchStalledError,
     blames_resource_version,
     retry_after,
 )
+from exporter.sources.settings import InformerSettings
 from exporter.sources.spec import RawObject, ResourceSpec
-from exporter.sources.watchlines import MAX_WATCH_LINE_BYTES, LineSplitter, OversizedLine
+from exporter.sources.watchlines import LineSplitter, OversizedLine
 from exporter.vocabulary import EventTypeLabel, Resource, RestartCause, event_type_label
+
+__all__ = ["ExpiredError", "Informer", "InformerSettings", "WatchStalledError"]
 
 _Raw = TypeVar("_Raw", bound=RawObject)
 _Slim = TypeVar("_Slim")
@@ -63,9 +74,6 @@ HTTP_UNPROCESSABLE = 422
 HTTP_GONE = 410
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 _READ_CHUNK = 1 << 16
-# kube-apiserver sends a BOOKMARK on a watch with allowWatchBookmarks=true about once a minute
-# (its cacher's bookmarkFrequency), so two and a half minutes without one is a stall.
-WATCH_SILENCE_SECONDS = 150.0
 
 logger = structlog.get_logger("exporter.informer")
 
@@ -95,57 +103,6 @@ class InformerMetrics(Protocol):
     def invalid_object(self, resource: Resource) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class InformerSettings:
-    """How an informer lists and watches: page size, watch timeouts, cache and streaming-list
-    use, backoffs."""
-
-    page_size: int = 500  # consistent LISTs only: the watch cache ignores limit
-    # The shortest timeoutSeconds asked of a watch; each draws one in [this, twice this),
-    # as client-go's minWatchTimeout * (1 + rand).
-    watch_timeout_seconds: int = 300
-    # LIST from the API server's watch cache (resourceVersion=0), not a quorum read of etcd.
-    use_apiserver_cache: bool = True
-    # Try a streaming list first (WatchList); the first refusal switches to LIST for good.
-    streaming_list: bool = True
-    # A relist after 410 Gone waits a jittered delay from this (growing while 410s repeat
-    # without progress), as client-go's reflector backs off between ListAndWatch calls:
-    # a fleet whose watches expire together must not relist together.
-    relist_backoff_initial: float = 1.6
-    timeouts: Timeouts = field(default_factory=Timeouts)
-    backoff_initial: float = 0.5
-    backoff_max: float = 30.0
-    # 403s are retried on a backoff of their own that grows from backoff_initial to this:
-    # a restarted API server refuses everyone for the seconds its RBAC caches take to
-    # sync (a fixed 5-minute wait kept the state stale that long), while a permission that
-    # is really missing is asked for rarely (RBAC changes are slow).
-    forbidden_retry: float = 300.0
-    # A Retry-After longer than this is cut to it: a misbehaving proxy cannot park a watch.
-    retry_after_max: float = 300.0
-    # Watches from the same resourceVersion that fail before any event (an error status or
-    # ERROR event of any code, an event that cannot be decoded, a stall) before listing
-    # again: whatever the server keeps answering for that resourceVersion, a LIST moves on.
-    resume_attempts: int = 3
-    # No event and no bookmark for this long: the watch is stalled; it is restarted, and
-    # reported (watch_up 0, /readyz) once the server is known to send bookmarks.
-    watch_silence_seconds: float = WATCH_SILENCE_SECONDS
-    max_line_bytes: int = MAX_WATCH_LINE_BYTES
-
-
-class ExpiredError(Exception):
-    """The resourceVersion or continue token is too old: list again from scratch."""
-
-
-class WatchStalledError(Exception):
-    """Nothing complete arrived on a watch for InformerSettings.watch_silence_seconds."""
-
-    def __init__(self, seconds: float, *, partial: bool) -> None:
-        where = "in the middle of an event" if partial else "between events"
-        super().__init__(f"no event or bookmark for {seconds:g} s (stopped {where})")
-        # Bytes of an unfinished event were pending: a stall, whatever the server's bookmarks.
-        self.partial = partial
-
-
 class Informer(Generic[_Raw, _Slim]):
     """Keeps one resource in the store in step with the API server: lists, then watches from the
     list's version, and lists again when the watch cannot resume."""
@@ -173,12 +130,15 @@ class Informer(Generic[_Raw, _Slim]):
         self._event_decoder = JsonDecoder(WatchEvent)
         self._rng = random.Random()  # noqa: S311 - jitter, not cryptography
         self._streaming = self._settings.streaming_list
-        # The objects of a streaming list so far; None when not in one.
-        self._initial: list[_Slim] | None = None
+        # Lists answered 410 Gone in a row; the status a streaming list was refused with.
+        self._expired_lists = 0
+        self._refused: int | None = None
         self._relist_backoff = Backoff(
             self._settings.relist_backoff_initial, self._settings.backoff_max, self._rng
         )
         self._log = logger.bind(resource=spec.resource)
+        # The streaming list under way, if any, and how the last one ended.
+        self._lists: StreamingLists[_Slim] = StreamingLists(self._log, self._initial_events_end)
         self.synced = threading.Event()
         # Why the resource cannot be read, while it cannot (shown by /readyz).
         self.problem: str | None = None
@@ -193,10 +153,17 @@ class Informer(Generic[_Raw, _Slim]):
             self._settings.backoff_initial, self._settings.forbidden_retry
         )
         # The server sends bookmarks: a silent watch is then a stalled one, not a quiet one.
+        # Periodic ones only: a server without the watch cache may end a streaming list with
+        # a bookmark and send none after it.
         self._bookmarks_seen = False
         # time.monotonic() of the last complete line on the current watch.
         self._last_line = 0.0
         self._logged_oversized = False
+
+    @property
+    def _initial(self) -> InitialList[_Slim] | None:
+        """The objects of the streaming list under way; None when not in one."""
+        return self._lists.current
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -232,11 +199,10 @@ class Informer(Generic[_Raw, _Slim]):
                 self._watch(self._resource_version)
                 if not self._stop.is_set():
                     self._metrics.watch_restart(self.spec.resource, "closed")
-            except ExpiredError:
-                self._metrics.watch_restart(self.spec.resource, "expired")
-                self._log.info("resource version expired, listing again")
-                self._resource_version = None
-                self._stop.wait(self._relist_backoff.next_delay())
+                    if self._quiet_works():
+                        self._healthy()  # it stayed open to its timeout: it works
+            except ExpiredError as expired:
+                self._expired(expired)
             except WatchStalledError as stall:
                 if self._stop.is_set():
                     break
@@ -265,26 +231,67 @@ class Informer(Generic[_Raw, _Slim]):
         forbidden for watch unless the WatchList feature gate is enabled"); an older one, 400.
         """
         if not (
-            self._initial == []  # refused before any object: not a stream that broke later
+            # Refused before any event: not a stream that broke later.
+            self._initial is not None
+            and self._initial.events == 0
             and isinstance(error, ApiStatusError)
             and error.status in {HTTP_BAD_REQUEST, HTTP_UNPROCESSABLE}
         ):
             return False
         self._log.info("the API server does not stream lists; listing instead", error=str(error))
         self._streaming = False
-        self._initial = None
+        self._refused = error.status
+        self._lists.abandon()
         return True
 
+    def _expired(self, error: ExpiredError) -> None:
+        self._metrics.watch_restart(self.spec.resource, "expired")
+        if self._resource_version is None:
+            self._list_expired(error)
+        else:
+            self._log.info("resource version expired, listing again")
+        self._resource_version = None
+        self._stop.wait(self._relist_backoff.next_delay())
+
+    def _list_expired(self, error: ExpiredError) -> None:
+        """A LIST (or streaming list) answered 410 Gone: listed again; reported once that
+        has happened `resume_attempts` times in a row (a paged LIST slower than etcd's
+        compaction, a proxy or server that answers 410 to everything)."""
+        self._expired_lists += 1
+        attempts = self._expired_lists
+        if attempts < self._settings.resume_attempts:
+            self._log.info("list expired, listing again", attempts=attempts, error=str(error))
+            return
+        what = "the streaming list" if self._streaming else "LIST"
+        problem = f"list expired: {what} answered 410 Gone {attempts} times"
+        if self._refused is not None and not self._streaming:
+            problem += f" (the streaming list was refused with HTTP {self._refused})"
+        first = not (self.problem or "").startswith("list expired:")
+        self._report(problem, "expired", error, restart=False, log=first)
+
     def _stalled(self, stall: WatchStalledError) -> None:
+        held = self._initial
+        if held is not None and held.end is not None and not stall.partial:
+            # Silent since an end bookmark that came before any object: nothing follows, the
+            # resource is empty (a server without periodic bookmarks says so no other way).
+            self._resource_version = held.end
+            self._lists.settle()
         if not (stall.partial or self._bookmarks_seen):
             # A server that sends no bookmarks (watch cache disabled) is silent whenever
             # nothing changes: reopen the watch from where it was, as after its timeout.
             self._metrics.watch_restart(self.spec.resource, "closed")
+            if self._quiet_works():
+                self._healthy()  # open and quiet for the whole bound: it works
             return
         self._metrics.watch_restart(self.spec.resource, "stalled")
         self._resume_failed(stall)
-        self._report(f"stalled: {stall}", "stalled", stall)
+        self._report(f"stalled: {stall}", "stalled", stall, restart=False)
         self._stop.wait(self._backoff.next_delay())
+
+    def _quiet_works(self) -> bool:
+        """Whether a watch that delivered nothing is a working one: on a server that sends
+        no bookmarks, outside a streaming list (whose end is the only sign it worked)."""
+        return not self._bookmarks_seen and self._initial is None
 
     def _resume_failed(self, error: Exception) -> None:
         self._failed_resumes += 1
@@ -311,9 +318,11 @@ class Informer(Generic[_Raw, _Slim]):
         return resource_version
 
     def _listed(self, objects: list[_Slim]) -> None:
+        # Up before the objects are stored: whoever sees the new state sees watch_up 1 too.
+        self._expired_lists = 0
+        self._healthy()
         # Objects that vanished while we were not watching go away with the replace.
         self._sink.replace(objects)
-        self._healthy()
         self.synced.set()
 
     @contextmanager
@@ -325,7 +334,7 @@ class Informer(Generic[_Raw, _Slim]):
             response = self._transport.get(self.spec.path, query, timeouts)
         except ApiStatusError as error:
             if error.status == HTTP_GONE:
-                raise ExpiredError from None
+                raise ExpiredError(str(error)) from None
             raise
         self._response = response
         try:
@@ -367,7 +376,7 @@ class Informer(Generic[_Raw, _Slim]):
         """
         query = [("watch", "true"), ("allowWatchBookmarks", "true")]
         if resource_version is None:
-            self._initial = []
+            self._lists.begin(time.monotonic())
             query += [
                 ("sendInitialEvents", "true"),
                 ("resourceVersionMatch", NOT_OLDER_THAN),
@@ -375,7 +384,7 @@ class Informer(Generic[_Raw, _Slim]):
                 *([("resourceVersion", "0")] if self._settings.use_apiserver_cache else []),
             ]
         else:
-            self._initial = None
+            self._lists.abandon()
             query.append(("resourceVersion", resource_version))
         query.append(("timeoutSeconds", str(self.watch_timeout())))
         if self.spec.field_selector:
@@ -387,6 +396,12 @@ class Informer(Generic[_Raw, _Slim]):
         splitter = LineSplitter(self._settings.max_line_bytes)
         with self._request(query, timeouts) as response:
             self._last_line = time.monotonic()
+            if resource_version is not None and self._quiet_works() and not self._failed_resumes:
+                # A server without bookmarks is silent while nothing changes: the watch it
+                # accepted is all that says it works (waiting for an event kept watch_up 0
+                # in a quiet cluster). After an error for this resourceVersion: once it
+                # has stayed open (`_quiet_works`).
+                self._healthy()
             try:
                 for chunk in response.stream(_READ_CHUNK, decode_content=True):
                     self._apply(splitter.feed(chunk))
@@ -408,10 +423,19 @@ class Informer(Generic[_Raw, _Slim]):
                 self._handle(line)
             if self._stop.is_set():
                 return
+        initial = self._initial
+        if (
+            initial is not None
+            and not initial.reported
+            and self._last_line - initial.started > self._settings.watch_silence_seconds
+        ):
+            self._list_stalled(initial)
 
     def _oversized(self, size: int) -> None:
         """Skip the event: the object keeps its last state here until it changes or a relist."""
         self._metrics.invalid_object(self.spec.resource)
+        if self._initial is not None:
+            self._initial.note()
         if not self._logged_oversized:
             # Once per informer: a flood of them must not flood the log.
             self._logged_oversized = True
@@ -428,11 +452,10 @@ class Informer(Generic[_Raw, _Slim]):
         if event_type == "ERROR":
             status = decode_json(event.object, Status)
             if status.code == HTTP_GONE:
-                raise ExpiredError
+                raise ExpiredError(status.message)
             raise ApiStatusError(status.code, status.reason, status.message)
         if event_type == "other":
             return  # counted; nothing the informer knows how to apply
-        self._bookmarks_seen |= event_type == "BOOKMARK"
         # A valid added or modified object is decoded once, metadata included; only
         # deletions, bookmarks and invalid objects need the metadata on its own.
         raw = (
@@ -442,21 +465,16 @@ class Informer(Generic[_Raw, _Slim]):
         )
         if raw is not None:
             resource_version = raw.metadata.resourceVersion
+            self._follow_initial(event_type, resource_version)
             self._apply_object(raw)
         else:
             meta = decode_json(event.object, ObjectMeta)
             resource_version = meta.metadata.resourceVersion
-            annotations = meta.metadata.annotations or {}
-            if self._initial is not None and annotations.get(INITIAL_EVENTS_END) == "true":
-                self._initial_events_end(resource_version)
+            self._follow_initial(event_type, resource_version, meta.metadata.annotations)
             if event_type == "DELETED":
-                if meta.kind != self.spec.kind:
-                    name = meta.metadata.name
-                    self._invalid(name, f"kind {meta.kind!r} on the {self.spec.kind} watch")
-                else:
-                    self._sink.delete(
-                        meta.metadata.namespace, meta.metadata.name, meta.metadata.uid
-                    )
+                self._deleted(meta)
+            elif self._initial is not None and event_type != "BOOKMARK":
+                self._initial.note()  # an invalid object: counted, skipped
         if self._initial is not None:
             return  # no progress to resume from until the streaming list is complete
         self._healthy()
@@ -467,20 +485,63 @@ class Informer(Generic[_Raw, _Slim]):
         if resource_version:
             self._resource_version = resource_version
 
+    def _deleted(self, meta: ObjectMeta) -> None:
+        metadata = meta.metadata
+        if meta.kind != self.spec.kind:
+            self._invalid(metadata.name, f"kind {meta.kind!r} on the {self.spec.kind} watch")
+        elif self._initial is not None:
+            self._initial.remove((metadata.namespace, metadata.name), metadata.resourceVersion)
+        else:
+            self._sink.delete(metadata.namespace, metadata.name, metadata.uid)
+
     def _apply_object(self, raw: _Raw) -> None:
         if raw.kind != self.spec.kind:
             self._invalid(raw.metadata.name, f"kind {raw.kind!r} on the {self.spec.kind} watch")
-        elif (slim := self._reader.convert(raw)) is not None:
             if self._initial is not None:
-                self._initial.append(slim)
-            else:
-                self._sink.upsert(slim)
+                self._initial.note()
+            return
+        slim = self._reader.convert(raw)
+        if self._initial is not None:
+            key: Key = (raw.metadata.namespace, raw.metadata.name)
+            self._initial.put(key, slim, raw.metadata.resourceVersion)
+        elif slim is not None:
+            self._sink.upsert(slim)
 
-    def _initial_events_end(self, resource_version: str) -> None:
+    # -- the end of a streaming list -------------------------------------------------------
+
+    def _follow_initial(
+        self, event_type: str, resource_version: str, annotations: dict[str, str] | None = None
+    ) -> None:
+        """Before a line is applied: where it stands against the streaming list's end."""
+        bookmark = event_type == "BOOKMARK"
+        end = bookmark and (annotations or {}).get(INITIAL_EVENTS_END) == "true"
+        # Periodic bookmarks only: a stream that ends its list with one may send no other.
+        self._bookmarks_seen |= bookmark and not end
+        self._lists.follow(event_type, resource_version, end=end)
+        if end and self._initial is not None:
+            self._healthy()  # held past a bookmark before its objects: the stream works
+
+    def _initial_events_end(self, objects: list[_Slim], resource_version: str) -> None:
         """The streaming list is complete: the state as of this resourceVersion."""
-        objects, self._initial = self._initial or [], None
         self._listed(objects)
         self._log.debug("listed", objects=len(objects), resource_version=resource_version)
+
+    def _list_stalled(self, initial: InitialList[_Slim]) -> None:
+        """No end bookmark in time: reported once per list; it is read on, as the watch."""
+        initial.reported = True
+        bound = self._settings.watch_silence_seconds
+        error = ListStalledError(
+            f"{initial.events} events for {len(initial.objects)} objects and no bookmark "
+            f"annotated {INITIAL_EVENTS_END} after {bound:g} s"
+        )
+        previous = self.problem or ""
+        self._report(
+            f"list stalled: no end-of-list bookmark after {bound:g} s",
+            "stalled",
+            error,
+            restart=False,
+            log=not previous.startswith("list stalled:"),
+        )
 
     # -- health ----------------------------------------------------------------------------
 
@@ -507,18 +568,27 @@ class Informer(Generic[_Raw, _Slim]):
             delay = self._backoff.next_delay()
         self._stop.wait(delay)
 
-    def _report(self, problem: str, cause: RestartCause, error: Exception) -> None:
+    def _report(
+        self,
+        problem: str,
+        cause: RestartCause,
+        error: Exception,
+        *,
+        restart: bool = True,
+        log: bool | None = None,
+    ) -> None:
         """The problem (for /readyz), the restart counted, watch_up 0: in that order, so that
-        whoever sees watch_up 0 sees the rest too. One log line per distinct problem."""
+        whoever sees watch_up 0 sees the rest too. One log line per distinct problem (`log`:
+        whether to log, when the caller knows better)."""
         previous, self.problem = self.problem, problem
-        if cause != "stalled":  # _stalled counted it
+        if restart:
             self._metrics.watch_restart(self.spec.resource, cause)
         self._metrics.watch_up(self.spec.resource, up=False)
-        if problem != previous:
+        if problem != previous if log is None else log:
             # One line per distinct problem, not one per retry.
             optional = not self.spec.required and cause == "forbidden"
-            log = self._log.info if optional else self._log.warning
-            log(
+            log_line = self._log.info if optional else self._log.warning
+            log_line(
                 "cannot list/watch resource"
                 if self.spec.required
                 else "cannot read optional resource; its metrics are disabled until it can",

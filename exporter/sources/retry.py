@@ -1,7 +1,8 @@
 """When a failed request to the API server is tried again, and after how long.
 
-Exponential backoff with full jitter, the Retry-After the server asks for, and which
-failures of a watch count against its resourceVersion (enough of them: list again).
+Exponential backoff with full jitter, the Retry-After the server asks for, which failures
+of a watch count against its resourceVersion (enough of them: list again), and the
+informer's own failures (expired, stalled).
 """
 
 from __future__ import annotations
@@ -78,3 +79,21 @@ def connection_failed(error: BaseException) -> bool:
         | urllib3.exceptions.ProtocolError
         | ConnectionError,
     )
+
+
+class ExpiredError(Exception):
+    """The resourceVersion or continue token is too old: list again from scratch."""
+
+
+class ListStalledError(Exception):
+    """A streaming list went on past the bound without its end bookmark."""
+
+
+class WatchStalledError(Exception):
+    """Nothing complete arrived on a watch for InformerSettings.watch_silence_seconds."""
+
+    def __init__(self, seconds: float, *, partial: bool) -> None:
+        where = "in the middle of an event" if partial else "between events"
+        super().__init__(f"no event or bookmark for {seconds:g} s (stopped {where})")
+        # Bytes of an unfinished event were pending: a stall, whatever the server's bookmarks.
+        self.partial = partial

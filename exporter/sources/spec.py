@@ -20,11 +20,14 @@ class _Metadata(Protocol):
     @property
     def name(self) -> str: ...
     @property
+    def namespace(self) -> str: ...
+    @property
     def resourceVersion(self) -> str: ...  # noqa: N802 - the API's spelling
 
 
 class RawObject(Protocol):
-    """What the sources read of every decoded object: its kind, name and resourceVersion."""
+    """What the sources read of every decoded object: its kind, namespace/name and
+    resourceVersion."""
 
     @property
     def metadata(self) -> _Metadata: ...

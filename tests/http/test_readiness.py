@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.run.serve import describe_watch_failure
+from exporter.run.readiness import describe_watch_failure
 from tests.processes import free_port, serving
 from tests.scrape import http_get, wait_until
 
@@ -22,6 +22,7 @@ FORBIDDEN_TEXT = (
     "forbidden: HTTP 403 Forbidden: nodes is forbidden: User "
     '"system:serviceaccount:monitoring:exporter" cannot list resource "nodes"'
 )
+EXPIRED = "LIST answered 410 Gone 3 times (the streaming list was refused with HTTP 422)"
 LEAKS = ("10.96.0.1", "443", "HTTPSConnectionPool", "Max retries", "Errno", "urllib3", "/api/v1")
 
 
@@ -38,8 +39,12 @@ LEAKS = ("10.96.0.1", "443", "HTTPSConnectionPool", "Max retries", "Errno", "url
         ("error: JSON is malformed: invalid character (byte 12)", "cannot be read"),
         ("stalled: no event or bookmark for 150 s (stopped in the middle of an event)",
          "its watch went silent"),
+        (f"list expired: {EXPIRED}", f"its list cannot complete: {EXPIRED}"),
+        ("list stalled: no end-of-list bookmark after 150 s",
+         "its streaming list has not ended: no end-of-list bookmark after 150 s"),
     ],
-    ids=["unreachable", "forbidden", "401", "429", "throttled", "503", "400", "decode", "stalled"],
+    ids=["unreachable", "forbidden", "401", "429", "throttled", "503", "400", "decode", "stalled",
+         "list-expired", "list-stalled"],
 )  # fmt: skip
 def test_problems_are_told_for_people(problem: str, words: str) -> None:
     text = describe_watch_failure("nodes", problem, {"nodes": NOW - 75}, NOW)

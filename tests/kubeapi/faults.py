@@ -2,14 +2,16 @@
 
 Public interface (thread-safe): `fail(resource, status, times)`, `throttle(resource,
 retry_after, status, times)`, `forbid(resource)`, `stall(resource, seconds, verbs)`,
-`trickle(resource, interval)`, `clear()`; the HTTP handler calls `check(resource, verb,
-namespace)` before it serves a request, `trickled(resource)` and `pause(seconds)` to send a
-LIST body slowly, and the server calls `interrupt()` when it goes down (a stalled request
-ends at once).
+`trickle(resource, interval)`, `misorder_initial_events(resource, end)`, `clear()`; the
+HTTP handler calls `check(resource, verb, namespace)` before it serves a request,
+`trickled(resource)` and `pause(seconds)` to send a LIST body slowly and
+`initial_lines(resource, lines)` for a streaming list's first lines, and the server calls
+`interrupt()` when it goes down (a stalled request ends at once).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import http
 import threading
 from dataclasses import dataclass
@@ -25,6 +27,7 @@ class _Failure:
     status: int
     remaining: int | None  # None: until clear()
     retry_after: int | None = None  # seconds, sent as the Retry-After header
+    verbs: tuple[str, ...] = ()  # only requests of these verbs; (): every request
 
 
 class Faults:
@@ -35,13 +38,19 @@ class Faults:
         self._stalls: dict[str, float] = {}
         self._trickles: dict[str, float] = {}
         self._stalled_verbs: dict[str, tuple[str, ...]] = {}
+        self._initial_end: dict[str, str] = {}
         self._generation = 0  # bumped by interrupt(): ends stalls
         self._throttled = 0
 
-    def fail(self, kind: str, status: int = 500, times: int | None = 1) -> None:
-        """The next `times` requests for a resource get `status` (None: until clear())."""
+    def fail(
+        self, kind: str, status: int = 500, times: int | None = 1, verbs: tuple[str, ...] = ()
+    ) -> None:
+        """The next `times` requests for a resource get `status` (None: until clear()).
+
+        Every request, or only those of `verbs` ("get", "list", "watch") when given.
+        """
         with self._cond:
-            self._failures[resource(kind).name] = _Failure(status, times)
+            self._failures[resource(kind).name] = _Failure(status, times, verbs=verbs)
 
     def throttle(
         self, kind: str, retry_after: int = 1, status: int = 429, times: int | None = 1
@@ -82,6 +91,25 @@ class Faults:
         with self._cond:
             return self._trickles.get(served.name, 0.0)
 
+    def misorder_initial_events(self, kind: str, end: str) -> None:
+        """Streaming lists of a resource send their end bookmark (k8s.io/initial-events-end)
+        `end` until clear(): "first", before the objects (which then come with older
+        resourceVersions than it), or "never" (the objects, then the watch goes on)."""
+        if end not in {"first", "never"}:
+            raise ValueError(f"end must be 'first' or 'never', not {end!r}")
+        with self._cond:
+            self._initial_end[resource(kind).name] = end
+
+    def initial_lines(self, served: Resource, lines: list[bytes]) -> list[bytes]:
+        """A watch's first lines as misorder_initial_events() has them sent."""
+        with self._cond:
+            end = self._initial_end.get(served.name)
+        if end is None or not lines or not lines[-1].startswith(b'{"type":"BOOKMARK"'):
+            return lines
+        if end == "first":
+            return [lines[-1], *lines[:-1]]
+        return lines[:-1]
+
     def pause(self, seconds: float) -> bool:
         """Wait `seconds`; False if the server went down meanwhile."""
         with self._cond:
@@ -95,6 +123,7 @@ class Faults:
             self._stalls.clear()
             self._stalled_verbs.clear()
             self._trickles.clear()
+            self._initial_end.clear()
 
     def interrupt(self) -> None:
         """End every stall now (the server is going down)."""
@@ -120,14 +149,14 @@ class Faults:
             if served.name in self._forbidden:
                 raise _forbidden(served, verb, namespace)
             failure = self._failures.get(served.name)
-            if failure is None:
+            if failure is None or verb not in (failure.verbs or (verb,)):
                 return
             if failure.remaining is not None:
                 if failure.remaining <= 1:
                     del self._failures[served.name]
                 else:
-                    self._failures[served.name] = _Failure(
-                        failure.status, failure.remaining - 1, failure.retry_after
+                    self._failures[served.name] = dataclasses.replace(
+                        failure, remaining=failure.remaining - 1
                     )
             if failure.retry_after is not None:
                 self._throttled += 1

@@ -420,7 +420,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Transfer-Encoding", "chunked")
             self.send_header("Cache-Control", "no-cache, private")
             self.end_headers()
-            for batch in batches(stream.first_lines):
+            for batch in batches(self.backend.faults.initial_lines(served, stream.first_lines)):
                 self._chunk(batch)
             self.wfile.flush()
             stream.started()

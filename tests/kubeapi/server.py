@@ -29,10 +29,12 @@ Three parts, each with a public interface:
   `inject_event(resource, type, obj)` (any event, even undecodable bytes, replayed on every
   resume from before it), `open_watches`, `wait_for_watches(resource, n)` (watches whose
   response has started streaming);
-- faults: `fail(resource, status, times)`, `throttle(resource, retry_after, status, times)`,
+- faults: `fail(resource, status, times, verbs)`, `throttle(resource, retry_after, status, times)`,
   `forbid(resource)` (403), `stall(resource, seconds)`, `trickle(resource, interval)` (a
-  LIST body sent a few bytes at a time), `clear_faults()`, `throttled` (how
-  many requests were answered with Retry-After);
+  LIST body sent a few bytes at a time), `misorder_initial_events(resource, end)` (a
+  streaming list's end bookmark sent "first" or "never"), `clear_faults()`, `throttled`
+  (how many requests were answered with Retry-After); a server without bookmarks (as
+  kube-apiserver --watch-cache=false) is one with a `bookmark_interval` of an hour;
 - features: `watch_cache` and `watch_list` (the WatchList gate), each a switch as on a real
   API server: LISTs at resourceVersion 0 from memory (limit ignored) or from etcd; streaming
   lists (sendInitialEvents, ended by the bookmark annotated k8s.io/initial-events-end) or
@@ -281,9 +283,12 @@ class FakeKubeAPI:
 
     # --- faults ------------------------------------------------------------------------------
 
-    def fail(self, resource: str, status: int = 500, times: int | None = 1) -> None:
-        """The next `times` requests for a resource get `status` (None: until clear_faults())."""
-        self.faults.fail(resource, status, times)
+    def fail(
+        self, resource: str, status: int = 500, times: int | None = 1, verbs: tuple[str, ...] = ()
+    ) -> None:
+        """The next `times` requests for a resource (of `verbs` only, when given) get
+        `status` (None: until clear_faults())."""
+        self.faults.fail(resource, status, times, verbs)
 
     def throttle(
         self, resource: str, retry_after: int = 1, status: int = 429, times: int | None = 1
@@ -303,8 +308,12 @@ class FakeKubeAPI:
         """LIST responses of a resource come a few bytes every `interval` s until clear_faults()."""
         self.faults.trickle(resource, interval)
 
+    def misorder_initial_events(self, resource: str, end: str) -> None:
+        """Streaming lists send their end bookmark "first" (before the objects) or "never"."""
+        self.faults.misorder_initial_events(resource, end)
+
     def clear_faults(self) -> None:
-        """Forget every fail(), throttle(), forbid() and stall()."""
+        """Forget every fault set: fail(), throttle(), forbid(), stall(), and the rest."""
         self.faults.clear()
 
     @property

@@ -176,6 +176,9 @@ def measure(
         kubeconfig = api.write_kubeconfig(tmp_path / f"kubeconfig-{watch_list}", "fake")
         with _exporter(api, kubeconfig, settings) as exporter:
             wait_until(lambda: exporter.readiness()[0], timeout=60)
+            # Events too (optional, not awaited by /readyz): an empty streaming list is
+            # complete at the bookmark after its end bookmark.
+            wait_until(lambda: all(i.synced.is_set() for i in exporter.informers), timeout=30)
             _settle(api, 0)
             start = Cost.of(api.requests)
             mark = len(api.requests)

@@ -177,3 +177,26 @@ def test_effective_routing_changes_are_a_line_too() -> None:
     )
     assert second["to"] == "kube-proxy: 0% of nodes local"
     assert second["reason"] == "unhinted-endpoint"
+
+
+def test_no_flip_is_counted_against_a_state_never_served_as_ready() -> None:
+    """Evaluated before /readyz with no Node (a list that was not whole: refused, as
+    InsufficientNodeInfo), then with its Nodes: no flip (issue 30, 6). From the state served
+    as ready on, a change is one."""
+    store = ClusterStore()
+    store.replace_services([CART])
+    store.replace_endpoint_slices([cart_slice(9)])
+    evaluator = Evaluator(store)
+    evaluator.count_flips_once_ready()
+    (before,) = evaluator.step().services[("shop", "cart")].verdicts
+    assert (before.expected_state, before.reason) == ("disabled", "InsufficientNodeInfo")
+    store.replace_nodes(
+        Node(f"node-{i}", zone, Fraction(4), ready=True, control_plane=False)
+        for i, zone in enumerate(ZONES)
+    )
+    result = evaluator.step().services[("shop", "cart")]
+    assert result.verdicts[0].expected_state == "enabled"
+    assert result.state_changes == (0,)
+    evaluator.published_as_ready()
+    scale(store, evaluator, 8)
+    assert evaluator.state.services[("shop", "cart")].state_changes == (1,)
