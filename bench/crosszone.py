@@ -23,8 +23,9 @@ if str(ROOT) not in sys.path:  # run as a script: bench/ is on the path, the pro
     sys.path.insert(0, str(ROOT))
 
 from exporter.engine import DataPlane, Endpoint, EndpointSlice, Node, Service  # noqa: E402
+from exporter.engine.context import node_context  # noqa: E402
 from exporter.engine.crosszone import Clients, CrossZones  # noqa: E402
-from exporter.engine.evaluate import evaluate  # noqa: E402
+from exporter.engine.evaluate import evaluate_service  # noqa: E402
 from exporter.engine.routing import service_endpoints  # noqa: E402
 
 DATAPLANES = tuple(DataPlane)[:10]
@@ -64,7 +65,7 @@ def cluster(zones: int, endpoints: int) -> tuple[list[Node], Service, list[Endpo
 def measure(zones: int, endpoints: int) -> float:
     """Seconds of the cross-zone shares of every data plane, for one verdict's routing."""
     nodes, service, slices = cluster(zones, endpoints)
-    verdict = evaluate(nodes, [service], slices, DATAPLANES).services[0]
+    verdict = evaluate_service(service, slices, node_context(nodes, DATAPLANES))[0]
     clients = Clients.of(nodes)
     entry = service_endpoints(service, "IPv4", slices)
     started = time.perf_counter()

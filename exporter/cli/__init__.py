@@ -326,10 +326,10 @@ def _run_explain(args: argparse.Namespace) -> int:
 
 
 def _run_what_if(args: argparse.Namespace) -> int:
-    from exporter.engine.whatif.outcome import what_if  # noqa: PLC0415
-    from exporter.engine.whatif.scenario import Cluster, ScenarioError  # noqa: PLC0415
+    from exporter.engine.whatif.scenario import ScenarioError  # noqa: PLC0415
     from exporter.report import whatif as report  # noqa: PLC0415
     from exporter.report.explain import ExplainOptions  # noqa: PLC0415
+    from exporter.run.oneshot import what_if_snapshot  # noqa: PLC0415
 
     if (args.max_surge or args.max_unavailable) and not args.rollout:
         raise CommandError("--max-surge and --max-unavailable describe a --rollout")
@@ -340,10 +340,9 @@ def _run_what_if(args: argparse.Namespace) -> int:
         raise CommandError(missing_error(missing))
     for note in profile.notes():
         _warn(note)
-    cluster = Cluster(snapshot.nodes, snapshot.services, snapshot.endpoint_slices, profile=profile)
     try:
         steps = [_scenario_step(kind, value) for kind, value in args.steps]
-        result = what_if(cluster, steps)
+        result = what_if_snapshot(snapshot, steps, profile)
         requests = []
         if args.rollout:
             namespace, name = report.parse_service_name(args.rollout)

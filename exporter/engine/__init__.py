@@ -17,10 +17,8 @@ from exporter.engine.context import DEFAULT_DATAPLANES, NodeContext, node_contex
 from exporter.engine.dataplanes import DATA_PLANES, DataPlaneRule, route
 from exporter.engine.evaluate import (
     EntryVerdict,
-    Evaluation,
     ExpectedState,
     ZoneVerdict,
-    evaluate,
     evaluate_service,
 )
 from exporter.engine.health import DriftKind
@@ -54,7 +52,6 @@ __all__ = [
     "Endpoint",
     "EndpointSlice",
     "EntryVerdict",
-    "Evaluation",
     "ExpectedState",
     "Mechanism",
     "MissingInfo",
@@ -74,7 +71,6 @@ __all__ = [
     "allocate",
     "cluster_capacity",
     "config_issues",
-    "evaluate",
     "evaluate_service",
     "mechanism_of",
     "nearest_feasible",

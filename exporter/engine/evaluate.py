@@ -1,22 +1,25 @@
-"""The engine's entry point: a verdict per (Service, address type) from a cluster snapshot."""
+"""The engine's entry points: an entry's verdict in a node view (`evaluate_entry`,
+`evaluate_service`), and the same verdict re-judged when only capacity moved (`rejudge_entry`).
+
+A whole cluster is evaluated by the pipeline (exporter.pipeline.evaluator), never here.
+"""
 
 from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from exporter.engine.allocation import NearestFeasible
-from exporter.engine.capacity import ClusterCapacity
-from exporter.engine.context import DEFAULT_DATAPLANES, NodeContext, node_context, ready_nodes
-from exporter.engine.crosszone import NO_CLIENTS, Clients, CrossZone
+from exporter.engine.context import DEFAULT_DATAPLANES, NodeContext, ready_nodes
+from exporter.engine.crosszone import CrossZone
 from exporter.engine.dataplanes import route
 from exporter.engine.health import DriftKind, drift_kinds, hint_completeness
-from exporter.engine.judgement import ExpectedState, ZoneVerdict
-from exporter.engine.kubeproxy import ProxyView, ReadyNodes
+from exporter.engine.judgement import ExpectedState, Judgement, ZoneVerdict
+from exporter.engine.kubeproxy import ProxyView
 from exporter.engine.mechanism import ConfigIssue, Mechanism, config_issues, mechanism_of
-from exporter.engine.model import Endpoint, EndpointSlice, Node, Service
+from exporter.engine.model import Endpoint, EndpointSlice, Service
 from exporter.engine.profile import ASSUMED, Notice, Profile, notices_of
 from exporter.engine.reasons import DisableReason
 from exporter.engine.routing import (
@@ -31,20 +34,19 @@ from exporter.vocabulary import EntryKey
 # ExpectedState and ZoneVerdict (exporter.engine.judgement) are part of a verdict, and the
 # context module's ready_nodes and DEFAULT_DATAPLANES part of evaluating: named here too.
 __all__ = [
+    "CAPACITY_FIELDS",
     "DEFAULT_DATAPLANES",
     "EntryInputs",
     "EntryVerdict",
-    "Evaluation",
     "ExpectedState",
     "ZoneVerdict",
     "counted_endpoints",
     "entry_inputs",
-    "evaluate",
     "evaluate_entry",
     "evaluate_service",
     "ready_nodes",
+    "rejudge_entry",
     "service_inputs",
-    "slices_by_service",
 ]
 
 
@@ -92,21 +94,6 @@ class EntryVerdict:
     def proxied(self) -> bool:
         """A data plane routes it: not headless or ExternalName, an IP address type."""
         return self.service.proxied and self.address_type in PROXIED_ADDRESS_TYPES
-
-
-@dataclass(frozen=True, slots=True)
-class Evaluation:
-    """The verdicts on a whole snapshot, with the cluster facts they share: capacity, Ready nodes,
-    the Kubernetes profile and the cross-zone clients."""
-
-    capacity: ClusterCapacity
-    nodes: ReadyNodes
-    # Sorted by namespace, name, address type.
-    services: tuple[EntryVerdict, ...]
-    # behaviour §12: the Kubernetes versions and gates the verdicts were computed under.
-    profile: Profile = ASSUMED
-    # behaviour §13's clients: Ready nodes with a zone and CPU, weighted by CPU.
-    clients: Clients = NO_CLIENTS
 
 
 def counted_endpoints(slices: Iterable[EndpointSlice]) -> list[Endpoint]:
@@ -284,13 +271,8 @@ def evaluate_entry(inputs: EntryInputs, context: NodeContext) -> EntryVerdict:
     mechanism = inputs.mechanism
     ready = inputs.ready
     hinted_by_zone = inputs.hinted_by_zone
-    judgement = context.judgements.judge(
-        mechanism,
-        ready=ready,
-        hinted=inputs.hinted,
-        every_endpoint_has_zone=sum(inputs.zone_endpoints.values()) == ready,
-        hinted_by_zone=hinted_by_zone,
-        zone_endpoints=inputs.zone_endpoints,
+    judgement = _judged(
+        context, mechanism, ready, inputs.hinted, hinted_by_zone, inputs.zone_endpoints
     )
     drift = judgement.drift
     if drift is None:
@@ -334,6 +316,68 @@ def evaluate_entry(inputs: EntryInputs, context: NodeContext) -> EntryVerdict:
     )
 
 
+# The fields of a verdict that the cluster's capacity decides (the judgement's, and the
+# cross-zone shares the clients' CPU weighs): re-judging replaces these and keeps every other
+# field as it is (tests/engine/test_rejudge_fields.py holds the list to EntryVerdict's).
+CAPACITY_FIELDS = frozenset(
+    {"expected_state", "reason", "zones", "nearest_feasible", "drift", "cross_zone"}
+)
+
+
+def _judged(
+    context: NodeContext,
+    mechanism: Mechanism,
+    ready: int,
+    hinted: int,
+    hinted_by_zone: Mapping[str, int],
+    zone_endpoints: Mapping[str, int],
+) -> Judgement:
+    """The judgement of an entry's counts in the context's capacity: what evaluating and
+    re-judging both ask."""
+    return context.judgements.judge(
+        mechanism,
+        ready=ready,
+        hinted=hinted,
+        every_endpoint_has_zone=sum(zone_endpoints.values()) == ready,
+        hinted_by_zone=hinted_by_zone,
+        zone_endpoints=zone_endpoints,
+    )
+
+
+def rejudge_entry(
+    verdict: EntryVerdict,
+    context: NodeContext,
+    cross_zone: Mapping[DataPlane, CrossZone | None] | None = None,
+) -> EntryVerdict:
+    """The verdict in `context`, whose Ready nodes are those the verdict was evaluated in:
+    only CAPACITY_FIELDS are replaced, every other field is the verdict's own.
+
+    The counts the judgement reads are in the verdict, and everything else (routing, proxy
+    modes, endpoint counts, notices) does not depend on capacity, so the slices are not
+    read again; equal to evaluating the entry afresh in `context`. `cross_zone`: the shares
+    re-weighed for the context's clients, when they moved (the verdict's are kept else).
+    """
+    hinted_by_zone = {zone: figures.hinted for zone, figures in verdict.zones.items()}
+    judgement = _judged(
+        context,
+        verdict.mechanism,
+        verdict.ready_endpoints,
+        verdict.hinted_endpoints,
+        hinted_by_zone,
+        verdict.zone_endpoints,
+    )
+    return replace(
+        verdict,
+        expected_state=judgement.expected_state,
+        reason=judgement.reason,
+        zones=judgement.zones,
+        nearest_feasible=judgement.nearest_feasible,
+        # None: drift does not depend on capacity (traffic-distribution), the verdict's stands.
+        drift=verdict.drift if judgement.drift is None else judgement.drift,
+        cross_zone=verdict.cross_zone if cross_zone is None else cross_zone,
+    )
+
+
 def evaluate_service(
     service: Service, slices: Sequence[EndpointSlice], context: NodeContext
 ) -> tuple[EntryVerdict, ...]:
@@ -345,44 +389,4 @@ def evaluate_service(
     return tuple(
         evaluate_entry(entry, context)
         for entry in service_inputs(service, slices, profile=context.profile)
-    )
-
-
-def slices_by_service(
-    slices: Iterable[EndpointSlice],
-) -> dict[tuple[str, str], list[EndpointSlice]]:
-    grouped: dict[tuple[str, str], list[EndpointSlice]] = {}
-    for endpoint_slice in slices:
-        if endpoint_slice.service_name is not None:
-            key = (endpoint_slice.namespace, endpoint_slice.service_name)
-            grouped.setdefault(key, []).append(endpoint_slice)
-    return grouped
-
-
-def evaluate(
-    nodes: Iterable[Node],
-    services: Iterable[Service],
-    slices: Iterable[EndpointSlice],
-    dataplanes: Sequence[DataPlane] = DEFAULT_DATAPLANES,
-    profile: Profile = ASSUMED,
-) -> Evaluation:
-    """Every Service with EndpointSlices gets a verdict; slices of unknown Services are ignored.
-
-    `profile`: the Kubernetes versions and gates to evaluate under (behaviour §12).
-    """
-    context = node_context(nodes, dataplanes, profile)
-    grouped = slices_by_service(slices)
-    verdicts = [
-        verdict
-        for service in services
-        if service.key in grouped
-        for verdict in evaluate_service(service, grouped[service.key], context)
-    ]
-    verdicts.sort(key=lambda verdict: verdict.key)
-    return Evaluation(
-        capacity=context.capacity,
-        nodes=context.nodes,
-        services=tuple(verdicts),
-        profile=profile,
-        clients=context.clients,
     )

@@ -59,7 +59,7 @@ class Evaluator:
     """Turns the store's changes into the next ClusterResult, re-judging only the Services a
     change touched, and keeps what spans steps (flips, events, the change log)."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - keyword settings of the run, one each
         self,
         store: ClusterStore,
         *,
@@ -69,11 +69,13 @@ class Evaluator:
         profile: Profile = ASSUMED,
         one_shot: bool = False,
         forecasts: bool = True,
+        retain_inputs: bool | None = None,
         nodes_known: bool = True,
     ) -> None:
-        """`one_shot`: a command's single step (exporter.run.oneshot): nothing is kept for a
-        next step (no prepared inputs, flips or change log). `forecasts`: False when no
-        reader of the result shows them (`evaluate`). `nodes_known`: False only for a
+        """`one_shot`: a command's steps (exporter.run.oneshot): no flips or change log, and
+        no prepared inputs kept for a next step unless `retain_inputs` (what-if's second
+        step, after the scenario's writes, reuses them). `forecasts`: False when no reader
+        of the result shows them (`evaluate`, `what-if`). `nodes_known`: False only for a
         one-shot input without Nodes; the problems are judged knowing it."""
         self._store = store
         self._nodes_known = nodes_known
@@ -91,7 +93,9 @@ class Evaluator:
         self._inputs: dict[ServiceKey, tuple[Service | None, tuple[EndpointSlice, ...]]] = {}
         # What each Service's verdicts read from its Service and slices alone, for the
         # objects it was computed from: a change of the Ready nodes reuses it.
-        self._prepared = PreparedInputs(retain=not one_shot)
+        self._prepared = PreparedInputs(
+            retain=not one_shot if retain_inputs is None else retain_inputs
+        )
         # Persistent: publishing shares every entry with the previous state, and a
         # one-Service change costs O(log n), not a copy of 10,000 entries.
         self._results: immutables.Map[ServiceKey, ServiceResult] = immutables.Map()

@@ -25,7 +25,7 @@ from typing import TypeVar
 from exporter.engine import EndpointSlice, EntryVerdict, Service, cluster_capacity
 from exporter.engine.context import NodeContext, ready_nodes
 from exporter.engine.crosszone import Clients
-from exporter.engine.evaluate import EntryInputs, service_inputs
+from exporter.engine.evaluate import EntryInputs, rejudge_entry, service_inputs
 from exporter.engine.model import Node
 from exporter.engine.profile import Profile
 from exporter.engine.whatif.feasibility import Feasibility
@@ -126,47 +126,19 @@ def rejudged(
 ) -> EntryVerdict:
     """The verdict in `context`, whose Ready nodes are those of the verdict's view.
 
-    What a node change that moves only CPU shares asks of every entry: the counts the
-    judgement reads are in the verdict, and everything else (routing, proxy modes,
-    endpoint counts) does not depend on capacity, so the slices are not read again.
-    Equal to evaluating the entry afresh in `context`. `reweighed`: the entry's inputs and
-    the earlier clients, when client CPU moved (the cross-zone shares weigh it).
+    What a node change that moves only CPU shares asks of every entry: the engine's
+    `rejudge_entry` replaces the fields capacity decides and keeps the others. `reweighed`:
+    the entry's inputs and the earlier clients, when client CPU moved (the cross-zone shares
+    weigh it).
     """
-    hinted_by_zone = {zone: figures.hinted for zone, figures in verdict.zones.items()}
-    judgement = context.judgements.judge(
-        verdict.mechanism,
-        ready=verdict.ready_endpoints,
-        hinted=verdict.hinted_endpoints,
-        every_endpoint_has_zone=sum(verdict.zone_endpoints.values()) == verdict.ready_endpoints,
-        hinted_by_zone=hinted_by_zone,
-        zone_endpoints=verdict.zone_endpoints,
+    cross_zone = (
+        None
+        if reweighed is None
+        else context.cross_zones.reweighed(
+            verdict.cross_zone, verdict.routing, reweighed[0].endpoints, reweighed[1]
+        )
     )
-    return EntryVerdict(
-        service=verdict.service,
-        address_type=verdict.address_type,
-        mechanism=verdict.mechanism,
-        expected_state=judgement.expected_state,
-        reason=judgement.reason,
-        ready_endpoints=verdict.ready_endpoints,
-        hinted_endpoints=verdict.hinted_endpoints,
-        zones=judgement.zones,
-        zone_endpoints=verdict.zone_endpoints,
-        hint_completeness=verdict.hint_completeness,
-        proxy=verdict.proxy,
-        nearest_feasible=judgement.nearest_feasible,
-        config_issues=verdict.config_issues,
-        drift=verdict.drift if judgement.drift is None else judgement.drift,
-        carries_hints=verdict.carries_hints,
-        routing=verdict.routing,
-        notices=verdict.notices,
-        cross_zone=(
-            verdict.cross_zone
-            if reweighed is None
-            else context.cross_zones.reweighed(
-                verdict.cross_zone, verdict.routing, reweighed[0].endpoints, reweighed[1]
-            )
-        ),
-    )
+    return rejudge_entry(verdict, context, cross_zone)
 
 
 def rejudged_service(

@@ -1,6 +1,6 @@
 """The `what-if` command's answers: a JSON document for scripts and text for people.
 
-The engine says what changes (exporter.engine.whatif); this module words it, shaped like
+The pipeline says what changes (exporter.pipeline.whatif); this module words it, shaped like
 `explain`: for each Service that changes, before -> after, the reason, and what to do.
 """
 
@@ -13,11 +13,10 @@ from typing import Any
 
 from exporter.engine import EntryVerdict, ExpectedState
 from exporter.engine.whatif.feasibility import (
-    Feasibility,
     endpoint_margin,
     rollout_refused_counts,
 )
-from exporter.engine.whatif.outcome import Change, EntryChange, Outcome, WhatIf
+from exporter.engine.whatif.outcome import Change, EntryChange, Outcome
 from exporter.engine.whatif.scenario import (
     MAX_SCENARIO_COUNT,
     LoseNodes,
@@ -26,6 +25,7 @@ from exporter.engine.whatif.scenario import (
     ScenarioError,
     ScenarioStep,
 )
+from exporter.pipeline.whatif import WhatIf
 from exporter.report.explain import ExplainOptions, field, prose, verdict_text
 from exporter.report.phrases import refusal_text, share_words
 
@@ -94,13 +94,11 @@ def answer_rollouts(
     result: WhatIf, requests: Sequence[RolloutRequest]
 ) -> tuple[RolloutAnswer, ...]:
     """Rollouts are judged in the cluster after the scenario's steps (today's without any)."""
-    evaluation = result.after.evaluation
-    feasibility = Feasibility(evaluation.capacity)
+    feasibility = result.after.feasibility
     answers = []
     for request in requests:
-        verdicts = [
-            v for v in evaluation.services if v.key[:2] == (request.namespace, request.name)
-        ]
+        own = result.after.services.get((request.namespace, request.name))
+        verdicts = own.verdicts if own is not None else ()
         if not verdicts:
             raise ScenarioError(
                 f"no such Service with EndpointSlices: {request.namespace}/{request.name}"
@@ -220,7 +218,7 @@ def _state_line(outcome: Outcome, options: ExplainOptions) -> str:
 
 def _why(result: WhatIf, change: EntryChange) -> str:
     after = change.after.verdict
-    capacity = result.after.evaluation.capacity
+    capacity = result.after.capacity
     if after.expected_state is ExpectedState.DISABLED and after.reason is not None:
         return refusal_text(capacity, after, after.reason)
     if change.change is Change.LOSES_HINTS:
@@ -243,7 +241,7 @@ def _to_do(result: WhatIf, change: EntryChange) -> str | None:
         counts = " or ".join(map(str, targets))
         return f"run {counts} ready endpoints after the change to keep hints on"
     if after.expected_state is ExpectedState.DISABLED:
-        if not result.after.evaluation.capacity.sufficient:
+        if not result.after.capacity.sufficient:
             return "hints stay off whatever the count until node info is sufficient again"
         return "no endpoint count keeps hints on in the changed cluster"
     return "add endpoints in the zones that keep their nodes before making the change"
@@ -273,7 +271,7 @@ def _rollout_lines(answer: RolloutAnswer, result: WhatIf) -> list[str]:
     )
     if not answer.refused_counts:
         return [head, field("Verdict", "hints stay on at every count the rollout passes")]
-    margin = endpoint_margin(verdict, Feasibility(result.after.evaluation.capacity))
+    margin = endpoint_margin(verdict, result.after.feasibility)
     counts = ", ".join(map(str, answer.refused_counts))
     lines = [head, field("Verdict", f"hints drop while the rollout passes {counts}")]
     if margin is not None:
@@ -291,7 +289,7 @@ def what_if_text(
 ) -> str:
     steps = "; then ".join(step_text(step) for step in result.steps) or "no change"
     lines = [f"Scenario: {steps}"]
-    before, after = result.before.evaluation.capacity, result.after.evaluation.capacity
+    before, after = result.before.capacity, result.after.capacity
     if after.zone_ratios != before.zone_ratios:
         lines.append(
             field(

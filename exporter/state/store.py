@@ -214,18 +214,23 @@ class ClusterStore:
         pending = self._pending
         return pending.nodes or bool(pending.services) or pending.events
 
+    def _slices_of_locked(self, key: ServiceKey) -> tuple[EndpointSlice, ...]:
+        # By slice name: the order every step evaluates a Service's slices in.
+        return tuple(
+            endpoint_slice for _, endpoint_slice in sorted(self._slices_of.get(key, {}).items())
+        )
+
+    def slices_of(self, key: ServiceKey) -> tuple[EndpointSlice, ...]:
+        """The Service's slices now, in the order `take_changes` hands them over."""
+        with self._lock:
+            return self._slices_of_locked(key)
+
     def take_changes(self) -> Changes:
         """Hand over what changed since the last call and reset the record."""
         with self._lock:
             pending, self._pending = self._pending, _Pending()
             services = {
-                key: (
-                    self._services.get(key),
-                    tuple(
-                        endpoint_slice
-                        for _, endpoint_slice in sorted(self._slices_of.get(key, {}).items())
-                    ),
-                )
+                key: (self._services.get(key), self._slices_of_locked(key))
                 for key in pending.services
             }
             nodes = tuple(self._nodes.values()) if pending.nodes else None

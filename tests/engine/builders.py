@@ -16,9 +16,9 @@ from exporter.engine import (
     Node,
     Service,
     cluster_capacity,
-    evaluate,
 )
 from exporter.sources.decode import cpu_cores
+from tests.results import result_of
 
 _addresses = itertools.count(1)
 
@@ -141,7 +141,7 @@ def auto_service(name: str = "web", namespace: str = "default") -> Service:
 
 
 def verdict(nodes: Iterable[Node], svc: Service, slices: Iterable[EndpointSlice]) -> EntryVerdict:
-    """The one verdict the real `evaluate` gives for a single Service and address type."""
-    evaluation = evaluate(nodes, [svc], slices)
-    assert len(evaluation.services) == 1, evaluation.services
-    return evaluation.services[0]
+    """The one verdict the pipeline gives for a single Service and address type."""
+    evaluation = result_of(nodes, [svc], slices)
+    assert len(evaluation.verdicts()) == 1, evaluation.verdicts()
+    return evaluation.verdicts()[0]

@@ -16,10 +16,10 @@ from exporter.engine import (
     Node,
     Routing,
     Service,
-    evaluate,
 )
 from exporter.report.document import cross_zone_field, routing_fields
 from tests.engine.views import routing_of
+from tests.results import result_of
 
 EVERY_DATAPLANE = tuple(DataPlane)
 _HINT_NODE = {DataPlane.KUBE_PROXY, DataPlane.CALICO_EBPF}
@@ -181,8 +181,8 @@ def check_against_reference(
     nodes: list[Node], services: list[Service], slices: list[EndpointSlice]
 ) -> int:
     """Every entry of every data plane agrees with the reference; the entries checked."""
-    evaluation = evaluate(nodes, services, slices, EVERY_DATAPLANE)
-    for verdict in evaluation.services:
+    evaluation = result_of(nodes, services, slices, EVERY_DATAPLANE)
+    for verdict in evaluation.verdicts():
         field = cross_zone_field(verdict)
         typed = [
             s
@@ -197,4 +197,4 @@ def check_against_reference(
         for dataplane in EVERY_DATAPLANE:
             where = f"{verdict.key} {dataplane}"
             assert_close(field[str(dataplane)], reference(verdict, dataplane, nodes, typed), where)
-    return len(evaluation.services)
+    return len(evaluation.verdicts())

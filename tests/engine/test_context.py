@@ -9,9 +9,10 @@ from __future__ import annotations
 from exporter.engine import DataPlane, cluster_capacity
 from exporter.engine.context import node_context, ready_nodes
 from exporter.engine.crosszone import Clients
-from exporter.engine.evaluate import evaluate, evaluate_service
+from exporter.engine.evaluate import evaluate_service
 from exporter.engine.profile import ASSUMED, Source, build_profile
 from tests.engine.builders import endpoint, endpoint_slice, service, zone_nodes
+from tests.results import result_of
 
 ZONES = ("zone-0", "zone-1", "zone-2")
 
@@ -58,7 +59,9 @@ def test_evaluate_shares_one_context_between_services() -> None:
         endpoint_slice(*(endpoint(zone, hints=(zone,)) for zone in ZONES), service=svc.name)
         for svc in services
     ]
-    evaluation = evaluate(nodes, services, slices)
-    assert len({id(verdict.zones) for verdict in evaluation.services}) == 1
-    assert len({id(verdict.routing[DataPlane.KUBE_PROXY]) for verdict in evaluation.services}) == 1
+    evaluation = result_of(nodes, services, slices)
+    assert len({id(verdict.zones) for verdict in evaluation.verdicts()}) == 1
+    assert (
+        len({id(verdict.routing[DataPlane.KUBE_PROXY]) for verdict in evaluation.verdicts()}) == 1
+    )
     assert evaluation.clients == Clients.of(nodes)

@@ -22,7 +22,6 @@ from exporter.engine import (
     EndpointSlice,
     Node,
     Service,
-    evaluate,
 )
 from exporter.report.document import cross_zone_field
 from exporter.sources.snapshot import load_snapshot
@@ -34,6 +33,7 @@ from tests.engine.crosszone_reference import (
     check_against_reference,
     reference,
 )
+from tests.results import result_of
 
 # -- by hand --------------------------------------------------------------------------------
 
@@ -44,7 +44,7 @@ NODES = [node("a-1", "a", "4"), node("b-1", "b", "4"), node("c-1", "c", "8")]
 def _figures(
     svc: Service, slices: list[EndpointSlice], dataplane: DataPlane, nodes: list[Node] = NODES
 ) -> dict[str, Any] | None:
-    verdict = evaluate(nodes, [svc], slices, (dataplane,)).services[0]
+    verdict = result_of(nodes, [svc], slices, (dataplane,)).verdicts()[0]
     field = cross_zone_field(verdict)
     assert field is not None
     figures: dict[str, Any] | None = field[str(dataplane)]
@@ -257,9 +257,9 @@ def test_clients_need_a_zone_and_cpu_and_are_weighted_by_cpu() -> None:
 
 
 def test_no_routing_makes_the_whole_field_null() -> None:
-    verdict = evaluate(NODES, [service(cluster_ip="None")], _hinted_ab(), EVERY_DATAPLANE).services[
-        0
-    ]
+    verdict = result_of(
+        NODES, [service(cluster_ip="None")], _hinted_ab(), EVERY_DATAPLANE
+    ).verdicts()[0]
     assert cross_zone_field(verdict) is None
 
 
@@ -324,7 +324,7 @@ def _floor_never_above_effective(
     nodes: list[Node], services: list[Service], slices: list[EndpointSlice]
 ) -> None:
     """Section 13: floor <= effective for every data plane, overall and per zone, exactly."""
-    for verdict in evaluate(nodes, services, slices, EVERY_DATAPLANE).services:
+    for verdict in result_of(nodes, services, slices, EVERY_DATAPLANE).verdicts():
         for dataplane, figures in verdict.cross_zone.items():
             if figures is None:
                 continue

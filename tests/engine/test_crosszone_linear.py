@@ -15,11 +15,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exporter.engine import DataPlane, Endpoint, evaluate
+from exporter.engine import DataPlane, Endpoint
 from exporter.engine.clientsets import Given
 from exporter.engine.crosszone import Clients, _Crossings, cross_zones
 from exporter.engine.routing import Routing, service_endpoints
 from tests.engine.builders import endpoint, endpoint_slice, equal_zones, service
+from tests.results import result_of
 
 
 def _before(endpoints: Sequence[Endpoint], zone: str) -> float | None:
@@ -82,7 +83,7 @@ def test_a_cluster_routing_walks_its_endpoints_once_not_once_per_zone(
     svc = service(mode="Auto")
     slices = [endpoint_slice(*(endpoint(f"zone-{i % zones}") for i in range(3 * zones)))]
     plane = DataPlane.CILIUM_NO_TOPOLOGY
-    routing = evaluate(nodes, [svc], slices, [plane]).services[0].routing[plane]
+    routing = result_of(nodes, [svc], slices, [plane]).verdicts()[0].routing[plane]
     assert {view.routing for view in routing.by_zone.values()} == {Routing.CLUSTER}
     counted: dict[int, _Counted] = {}
     original = Given.endpoints

@@ -20,13 +20,13 @@ from exporter.engine import (
     EndpointSlice,
     Routing,
     Service,
-    evaluate,
     route,
     service_endpoints,
 )
 from exporter.engine.routing import ReadyNodes
 from tests.engine.builders import endpoint, endpoint_slice, node, service
 from tests.engine.views import routing_of
+from tests.results import result_of
 
 CLIENTS = ("a-1", "a-2", "b-1", "n-1")
 NODES = [node("a-1", "a"), node("a-2", "a"), node("b-1", "b"), node("n-1", None)]
@@ -204,9 +204,9 @@ SCENARIOS: dict[str, Callable[[], Scenario]] = {
 
 def routing_letters(scenario: str, dataplane: DataPlane) -> str:
     svc, slices = SCENARIOS[scenario]()
-    evaluation = evaluate(NODES, [svc], slices, [dataplane])
+    evaluation = result_of(NODES, [svc], slices, [dataplane])
     words = []
-    for verdict in evaluation.services:
+    for verdict in evaluation.verdicts():
         view = verdict.routing[dataplane]
         zone_of = evaluation.nodes.zone_of
         words.append(
@@ -467,7 +467,7 @@ def test_routing_per_client(dataplane: DataPlane, scenario: str, expected: str) 
 def test_counts_and_local_ratio_follow_the_nodes() -> None:
     """Node exceptions are counted in their zone; the ratio counts same-node, same-zone, local."""
     svc, slices = node_hints()
-    (verdict,) = evaluate(NODES, [svc], slices, [DataPlane.KUBE_PROXY]).services
+    (verdict,) = result_of(NODES, [svc], slices, [DataPlane.KUBE_PROXY]).verdicts()
     view = verdict.routing[DataPlane.KUBE_PROXY]
     assert {zone: dict(counts) for zone, counts in view.nodes.items()} == {
         "": {Routing.CLUSTER: 1},
@@ -481,7 +481,7 @@ def test_counts_and_local_ratio_follow_the_nodes() -> None:
 def test_ready_condition_absent_names_the_endpoint() -> None:
     """kube-proxy routes cluster because of the endpoint without a ready condition, named."""
     svc, slices = ready_condition_absent()
-    (verdict,) = evaluate(NODES, [svc], slices).services
+    (verdict,) = result_of(NODES, [svc], slices).verdicts()
     zone_routing = verdict.routing[DataPlane.KUBE_PROXY].by_zone["a"]
     assert zone_routing.cause is Cause.UNHINTED_ENDPOINT
     assert zone_routing.endpoint is not None
@@ -491,7 +491,7 @@ def test_ready_condition_absent_names_the_endpoint() -> None:
 
 def test_no_ready_node_means_no_routing() -> None:
     svc, slices = all_hinted(AUTO)
-    (verdict,) = evaluate([], [svc], slices, list(DataPlane)).services
+    (verdict,) = result_of([], [svc], slices, list(DataPlane)).verdicts()
     assert all(not view.applies and view.local_ratio is None for view in verdict.routing.values())
 
 

@@ -10,7 +10,6 @@ from exporter.engine import (
     ExpectedState,
     Mechanism,
     Service,
-    evaluate,
 )
 from tests.engine.builders import (
     auto_service,
@@ -22,6 +21,7 @@ from tests.engine.builders import (
     service,
     verdict,
 )
+from tests.results import result_of
 
 NODES = equal_zones(3)
 Z0, Z1, Z2 = "zone-0", "zone-1", "zone-2"
@@ -41,8 +41,8 @@ def test_services_sorted_by_namespace_name_address_type() -> None:
         endpoint_slice(*three(), service="b", namespace="ns1"),
         endpoint_slice(*three(), service="a", namespace="ns1", address_type="IPv6"),
     ]
-    result = evaluate(NODES, services, slices)
-    assert [v.key for v in result.services] == [
+    result = result_of(NODES, services, slices)
+    assert [v.key for v in result.verdicts()] == [
         ("ns1", "a", "IPv6"),
         ("ns1", "b", "IPv4"),
         ("ns1", "b", "IPv6"),
@@ -58,9 +58,9 @@ def test_only_services_with_slices_get_entries() -> None:
         endpoint_slice(*three(), service=None),
         endpoint_slice(*three(), service="web", namespace="other"),
     ]
-    result = evaluate(NODES, [auto_service("web"), auto_service("idle")], slices)
-    assert [v.key for v in result.services] == [("default", "web", "IPv4")]
-    assert result.services[0].ready_endpoints == 3
+    result = result_of(NODES, [auto_service("web"), auto_service("idle")], slices)
+    assert [v.key for v in result.verdicts()] == [("default", "web", "IPv4")]
+    assert result.verdicts()[0].ready_endpoints == 3
 
 
 def test_address_types_counted_separately() -> None:
@@ -69,7 +69,7 @@ def test_address_types_counted_separately() -> None:
         endpoint_slice(*three()),
         endpoint_slice(*three(), *three(), address_type="IPv6"),
     ]
-    v4, v6 = evaluate(NODES, [auto_service()], slices).services
+    v4, v6 = result_of(NODES, [auto_service()], slices).verdicts()
     assert (v4.address_type, v4.ready_endpoints) == ("IPv4", 3)
     assert (v6.address_type, v6.ready_endpoints) == ("IPv6", 6)
 
@@ -248,13 +248,13 @@ def test_ready_nodes_by_zone() -> None:
         node("down", "d", ready=False),
         node("cp", "a", control_plane=True),
     ]
-    result = evaluate(nodes, [], [])
+    result = result_of(nodes, [], [])
     assert dict(result.nodes.by_zone) == {"": ("bare", "empty"), "a": ("a-1", "cp")}
-    assert result.services == ()
+    assert result.verdicts() == ()
 
 
 def test_mechanism_reported_per_entry() -> None:
     """Every address type of one Service carries the Service's mechanism."""
     slices = [endpoint_slice(*three()), endpoint_slice(*three(), address_type="IPv6")]
-    result = evaluate(NODES, [service(traffic_distribution="PreferSameZone")], slices)
-    assert {v.mechanism for v in result.services} == {Mechanism.TRAFFIC_DISTRIBUTION}
+    result = result_of(NODES, [service(traffic_distribution="PreferSameZone")], slices)
+    assert {v.mechanism for v in result.verdicts()} == {Mechanism.TRAFFIC_DISTRIBUTION}

@@ -17,13 +17,14 @@ from hypothesis import strategies as st
 
 from exporter.engine import DataPlane, EndpointSlice, Node, Service, kubeproxy, route
 from exporter.engine.context import node_context, ready_nodes
-from exporter.engine.evaluate import entry_inputs, evaluate, evaluate_service
+from exporter.engine.evaluate import entry_inputs, evaluate_service
 from exporter.engine.kubeproxy import KubeProxyRoutes, proxy_view_of
 from exporter.engine.routing import service_endpoints
 from exporter.engine.whatif.feasibility import Feasibility
 from exporter.engine.whatif.forecast import EntryForecast, service_forecasts
 from exporter.engine.whatif.zoneloss import zone_loss_views
 from tests.engine.builders import endpoint, endpoint_slice, node, service
+from tests.results import result_of
 
 ZONES = ("zone-0", "zone-1", "zone-2")
 NODE_NAMES = tuple(f"{zone}-{index}" for zone in ZONES for index in range(2))
@@ -138,12 +139,12 @@ def test_services_of_one_shape_share_one_routing(monkeypatch: pytest.MonkeyPatch
     assert len(computed) == 1
     monkeypatch.undo()
     assert len({id(verdict.routing[DataPlane.KUBE_PROXY]) for verdict in verdicts}) == 1
-    fresh = evaluate(
+    fresh = result_of(
         nodes,
         [verdict.service for verdict in verdicts],
         [s for index in range(100) for s in _one_slice_of(f"web-{index}")],
     )
-    assert [v.routing for v in fresh.services] == [v.routing for v in verdicts]
+    assert [v.routing for v in fresh.verdicts()] == [v.routing for v in verdicts]
 
 
 def _one_slice_of(name: str) -> list[EndpointSlice]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from exporter.engine import DataPlane, Endpoint, Mechanism, evaluate
+from exporter.engine import DataPlane, Endpoint, Mechanism
 from exporter.engine.health import DriftKind
 from exporter.engine.mechanism import ConfigIssue, config_issues, mechanism_of
 from exporter.engine.profile import (
@@ -30,6 +30,7 @@ from exporter.engine.routing import Routing
 from exporter.engine.versions import NEWEST_MINOR, ServerVersion
 from tests.engine.builders import endpoint, endpoint_slice, node, service
 from tests.engine.views import routing_of
+from tests.results import result_of
 
 TAH = Gate.TOPOLOGY_AWARE_HINTS
 STD = Gate.SERVICE_TRAFFIC_DISTRIBUTION
@@ -369,10 +370,10 @@ def test_the_topology_mode_notice_says_what_replacing_it_changes() -> None:
 
 def test_an_auto_service_gets_the_notice_in_evaluate() -> None:
     slices = [endpoint_slice(endpoint("zone-a", hints=("zone-a",)))]
-    (entry,) = evaluate(NODES, [service(mode="Auto")], slices).services
+    (entry,) = result_of(NODES, [service(mode="Auto")], slices).verdicts()
     assert entry.notices == {Notice.TOPOLOGY_MODE_DEPRECATED}
     profile = build_profile(32, Source.FLAG)
-    (old,) = evaluate(NODES, [service(mode="Auto")], slices, profile=profile).services
+    (old,) = result_of(NODES, [service(mode="Auto")], slices, profile=profile).verdicts()
     assert old.notices == frozenset()
 
 
@@ -392,7 +393,7 @@ def _routing(
     slices = [endpoint_slice(*svc_endpoints)]
     profile = build_profile(profile_minor, Source.FLAG, gates=gates)
     svc = service(mode=mode, traffic_distribution=traffic_distribution)
-    (verdict,) = evaluate(NODES, [svc], slices, profile=profile).services
+    (verdict,) = result_of(NODES, [svc], slices, profile=profile).verdicts()
     view = verdict.routing[DataPlane.KUBE_PROXY]
     letters = {Routing.SAME_NODE: "N", Routing.SAME_ZONE: "Z", Routing.CLUSTER: "C"}
     zone_of = {"a-1": "zone-a", "b-1": "zone-b", "n-1": ""}
@@ -433,7 +434,7 @@ def test_controller_1_32_expects_an_empty_zone_hint_under_prefer_close() -> None
         profile = build_profile(minor, Source.FLAG)
         slices = [endpoint_slice(*endpoints)]
         svc = service(traffic_distribution="PreferClose")
-        (verdict,) = evaluate(NODES, [svc], slices, profile=profile).services
+        (verdict,) = result_of(NODES, [svc], slices, profile=profile).verdicts()
         return verdict.drift
 
     assert drift(unhinted, 32) == {DriftKind.HINTS_MISSING}

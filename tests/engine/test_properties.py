@@ -11,10 +11,10 @@ from exporter.engine import (
     Node,
     allocate,
     cluster_capacity,
-    evaluate,
 )
 from exporter.engine.allocation import nearest_feasible, refusal_reason
 from tests.engine.builders import auto_service, endpoint, endpoint_slice, zone_nodes
+from tests.results import result_of
 
 PROPERTY_SETTINGS = settings(max_examples=150, deadline=None)
 
@@ -91,7 +91,7 @@ def test_hints_within_range_keep_load_factor_under_guard(
     endpoints_list = [
         endpoint(zone, hints=(zone,)) for zone, count in counts.items() for _ in range(count)
     ]
-    verdict = evaluate(nodes, [auto_service()], [endpoint_slice(*endpoints_list)]).services[0]
+    verdict = result_of(nodes, [auto_service()], [endpoint_slice(*endpoints_list)]).verdicts()[0]
     assert verdict.reason is None
     assert verdict.drift == frozenset()
     assert {zone: verdict.zones[zone].minimum for zone in zones} == {

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 import exporter.engine
-from exporter.engine import evaluate
 from tests.conftest import PROJECT_ROOT
 from tests.engine.builders import auto_service, endpoint_slice, equal_zones, hinted
+from tests.results import result_of
 
 ENGINE_DIR = Path(exporter.engine.__file__).parent
 FORBIDDEN_MODULES = (
@@ -108,7 +108,7 @@ ENGINE_DATACLASSES = _engine_dataclasses()
 def test_engine_has_dataclasses() -> None:
     """The scan below sees the engine's types (guards against an empty parametrization)."""
     names = {cls.__name__ for cls in ENGINE_DATACLASSES}
-    assert {"Node", "Endpoint", "EntryVerdict", "Evaluation", "ClusterCapacity"} <= names
+    assert {"Node", "Endpoint", "EntryVerdict", "NodeContext", "ClusterCapacity"} <= names
     assert {"Cluster", "Margin", "Outcome", "ZoneLossView", "EntryForecast"} <= names
 
 
@@ -123,8 +123,8 @@ def test_engine_dataclasses_are_frozen(cls: type[Any]) -> None:
 def _real_instances() -> list[Any]:
     """Instances produced by a real evaluation, nested ones included."""
     slices = [endpoint_slice(hinted("zone-0"), hinted("zone-1"), hinted("zone-2"))]
-    evaluation = evaluate(equal_zones(3), [auto_service()], slices)
-    service_verdict = evaluation.services[0]
+    evaluation = result_of(equal_zones(3), [auto_service()], slices)
+    service_verdict = evaluation.verdicts()[0]
     return [
         evaluation,
         evaluation.capacity,
@@ -151,8 +151,8 @@ def test_assigning_a_field_raises(instance: Any) -> None:
 def test_verdict_mappings_are_read_only() -> None:
     """Mappings inside an evaluation cannot be mutated either."""
     slices = [endpoint_slice(hinted("zone-0"), hinted("zone-1"), hinted("zone-2"))]
-    evaluation = evaluate(equal_zones(3), [auto_service()], slices)
-    service_verdict = evaluation.services[0]
+    evaluation = result_of(equal_zones(3), [auto_service()], slices)
+    service_verdict = evaluation.verdicts()[0]
     for mapping in (
         evaluation.capacity.zone_ratios,
         evaluation.nodes.by_zone,

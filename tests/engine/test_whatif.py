@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.engine import EntryVerdict, ExpectedState, ProxyMode, evaluate
+from exporter.engine import EntryVerdict, ExpectedState, ProxyMode
 from exporter.engine.reasons import DisableReason
 from exporter.engine.whatif.feasibility import (
     Feasibility,
@@ -15,7 +15,7 @@ from exporter.engine.whatif.feasibility import (
     endpoint_margin,
     rollout_refused_counts,
 )
-from exporter.engine.whatif.outcome import Change, cluster_outcome, what_if
+from exporter.engine.whatif.outcome import Change
 from exporter.engine.whatif.scenario import (
     Cluster,
     LoseNodes,
@@ -26,6 +26,7 @@ from exporter.engine.whatif.scenario import (
 )
 from exporter.engine.whatif.zoneloss import zone_loss, zone_loss_views
 from exporter.sources.snapshot import load_snapshot
+from exporter.state.result import ClusterResult
 from tests.conftest import CONFORMANCE_DIR, EXAMPLES_DIR
 from tests.engine.builders import (
     auto_service,
@@ -38,6 +39,7 @@ from tests.engine.builders import (
     service,
     verdict,
 )
+from tests.results import result_of, what_if_of
 
 THREE_ZONES = {"zone-0": "4", "zone-1": "4", "zone-2": "4"}
 
@@ -138,11 +140,11 @@ def _three_zone_cluster(count: int, **service_fields: str) -> Cluster:
 
 def test_scale_down_from_seven_to_eight_loses_nothing_but_nine_to_eight_loses_hints() -> None:
     """Scaling is judged on the expected state: 9 -> 8 is refused, 8 -> 9 is enabled."""
-    [change] = what_if(_three_zone_cluster(9), [Scale("default", "web", 8)]).changes
+    [change] = what_if_of(_three_zone_cluster(9), [Scale("default", "web", 8)]).changes
     assert change.change is Change.LOSES_HINTS
     assert change.after.verdict.reason is DisableReason.MIN_ALLOCATION_EXCEEDS_OVERLOAD_THRESHOLD
     assert change.after.verdict.ready_endpoints == 8
-    [change] = what_if(_three_zone_cluster(8), [Scale("default", "web", 9)]).changes
+    [change] = what_if_of(_three_zone_cluster(8), [Scale("default", "web", 9)]).changes
     assert change.change is Change.GAINS_HINTS
     assert dict(change.after.converged.by_zone) == dict.fromkeys(
         ("zone-0", "zone-1", "zone-2"), ProxyMode.PREFER_SAME_ZONE
@@ -172,22 +174,29 @@ def test_losing_a_zone_matches_a_cluster_changed_by_hand() -> None:
     """lose-zone removes the zone's Nodes and every endpoint in the zone or on them."""
     cluster = _three_zone_cluster(9)
     after = apply_scenario(cluster, [LoseZone("zone-2")])
-    by_hand = evaluate(
-        [n for n in cluster.nodes if n.zone != "zone-2"],
-        cluster.services,
-        [
-            endpoint_slice(
-                *(e for e in cluster.slices[0].endpoints if e.zone != "zone-2"),
-                name=cluster.slices[0].name,
-            )
-        ],
+    by_hand = _evaluation(
+        result_of(
+            [n for n in cluster.nodes if n.zone != "zone-2"],
+            cluster.services,
+            [
+                endpoint_slice(
+                    *(e for e in cluster.slices[0].endpoints if e.zone != "zone-2"),
+                    name=cluster.slices[0].name,
+                )
+            ],
+        )
     )
-    assert evaluate(after.nodes, after.services, after.slices) == by_hand
+    assert _evaluation(result_of(after.nodes, after.services, after.slices)) == by_hand
+
+
+def _evaluation(result: ClusterResult) -> tuple[object, ...]:
+    """What a result says of the cluster, without its step's memos and clock."""
+    return (result.capacity, result.nodes, result.verdicts(), result.profile, result.clients)
 
 
 def test_losing_a_zone_of_three_keeps_hints_when_the_rest_is_feasible() -> None:
     """9 in 3 zones -> 6 in 2 zones: still enabled, the converged routing stays local."""
-    [change] = what_if(_three_zone_cluster(9), [LoseZone("zone-2")]).changes
+    [change] = what_if_of(_three_zone_cluster(9), [LoseZone("zone-2")]).changes
     assert change.change is Change.UNCHANGED
     assert change.after.verdict.ready_endpoints == 6
     assert change.after.verdict.expected_state is ExpectedState.ENABLED
@@ -196,7 +205,7 @@ def test_losing_a_zone_of_three_keeps_hints_when_the_rest_is_feasible() -> None:
 def test_losing_a_node_can_turn_hints_off() -> None:
     """10 in 3 zones minus one node's endpoints: the rest may be a refused count."""
     cluster = _three_zone_cluster(10)
-    [change] = what_if(cluster, [LoseNodes(("node-0",))]).changes
+    [change] = what_if_of(cluster, [LoseNodes(("node-0",))]).changes
     # node-0 held 4 of the 10; 6 remain in two zones of three... and zone-0 has no node.
     assert change.after.verdict.ready_endpoints == 6
     assert change.change in {Change.UNCHANGED, Change.LOSES_HINTS}
@@ -207,7 +216,7 @@ def test_losing_a_node_can_turn_hints_off() -> None:
 def test_traffic_distribution_loses_locality_when_its_endpoints_go() -> None:
     """No refusal, but with no endpoint left every node routes cluster-wide."""
     cluster = _three_zone_cluster(3, traffic_distribution="PreferClose")
-    [change] = what_if(cluster, [Scale("default", "web", 0)]).changes
+    [change] = what_if_of(cluster, [Scale("default", "web", 0)]).changes
     assert change.before.local
     assert not change.after.local
     assert change.change is Change.LOSES_HINTS
@@ -219,7 +228,7 @@ def test_an_endpoint_without_ready_condition_keeps_the_converged_routing_cluster
     endpoints = [hinted(f"zone-{i % 3}") for i in range(9)]
     endpoints.append(endpoint("zone-0", ready=None))
     cluster = Cluster(nodes, (auto_service(),), (endpoint_slice(*endpoints),))
-    [change] = what_if(cluster, []).changes
+    [change] = what_if_of(cluster, []).changes
     assert change.before.verdict.expected_state is ExpectedState.ENABLED
     assert not change.before.local
     assert change.change is Change.UNCHANGED
@@ -243,9 +252,32 @@ def test_a_scale_reuses_the_other_services_outcomes() -> None:
         endpoint_slice(*(hinted(f"zone-{i % 3}") for i in range(9))),
         endpoint_slice(*(hinted(f"zone-{i % 3}") for i in range(9)), service="other"),
     )
-    result = what_if(Cluster(nodes, (auto_service(), other), slices), [Scale("default", "web", 7)])
-    before = result.before.by_service[("default", "other")]
-    assert result.after.by_service[("default", "other")] is before
+    result = what_if_of(
+        Cluster(nodes, (auto_service(), other), slices), [Scale("default", "web", 7)]
+    )
+    before = result.before.services[("default", "other")]
+    assert result.after.services[("default", "other")] is before
+
+
+def test_a_what_if_is_two_steps_of_one_evaluator() -> None:
+    """The scenario is written into the store the first step read: the second step of the
+    same evaluator changes the Services the writes touched, and only those."""
+    nodes = tuple(node(f"node-{i}", f"zone-{i % 3}") for i in range(6))
+    slices = (
+        endpoint_slice(*(hinted(f"zone-{i % 3}", node_name=f"node-{i % 3}") for i in range(9))),
+        endpoint_slice(
+            *(hinted(f"zone-{i % 3}", node_name=f"node-{3 + i % 3}") for i in range(9)),
+            service="other",
+        ),
+    )
+    cluster = Cluster(nodes, (auto_service(), auto_service("other")), slices)
+    scaled = what_if_of(cluster, [Scale("default", "web", 7)])
+    assert scaled.after.generation == scaled.before.generation + 1
+    assert scaled.after.changed == frozenset({("default", "web")})
+    # node-5 holds only "other"'s endpoints, but the Ready nodes move: both are evaluated.
+    drained = what_if_of(cluster, [LoseNodes(("node-5",))])
+    assert drained.after.changed == frozenset({("default", "web"), ("default", "other")})
+    assert drained.after.nodes != drained.before.nodes
 
 
 def _clusters() -> list[Path]:
@@ -258,9 +290,9 @@ def test_zone_loss_agrees_with_each_lose_zone_scenario(path: Path) -> None:
     snapshot = load_snapshot(str(path))
     cluster = Cluster(snapshot.nodes, snapshot.services, snapshot.endpoint_slices)
     views = zone_loss_views(cluster.nodes)
-    before = cluster_outcome(cluster)
-    counts = zone_loss(before.outcomes.values(), views)
+    before = [change.before for change in what_if_of(cluster, []).changes]
+    counts = zone_loss(before, views)
     for view in views:
-        result = what_if(cluster, [LoseZone(view.zone)])
+        result = what_if_of(cluster, [LoseZone(view.zone)])
         losing = sum(1 for change in result.changes if change.change is Change.LOSES_HINTS)
         assert counts[view.zone] == losing, view.zone

@@ -7,14 +7,12 @@ from pathlib import Path
 import pytest
 
 from exporter.engine.capacity import cluster_capacity
-from exporter.engine.evaluate import ready_nodes
 from exporter.engine.whatif.feasibility import Feasibility, endpoint_margin
-from exporter.engine.whatif.forecast import service_forecasts
-from exporter.engine.whatif.outcome import Change, cluster_outcome, what_if
+from exporter.engine.whatif.outcome import Change
 from exporter.engine.whatif.scenario import Cluster, LoseZone
-from exporter.engine.whatif.zoneloss import zone_loss_views
 from exporter.sources.snapshot import load_snapshot
 from tests.conftest import CONFORMANCE_DIR, EXAMPLES_DIR
+from tests.results import result_of, what_if_of
 
 SNAPSHOTS = [
     *sorted(CONFORMANCE_DIR.glob("*.snapshot.json")),
@@ -29,22 +27,17 @@ def test_forecasts_match_lose_zone_and_margins(path: Path) -> None:
     snapshot = load_snapshot(str(path))
     cluster = Cluster(snapshot.nodes, snapshot.services, snapshot.endpoint_slices)
     capacity = cluster_capacity(cluster.nodes)
-    nodes = ready_nodes(cluster.nodes)
-    views = zone_loss_views(cluster.nodes)
-    feasibility = Feasibility(capacity)
-    before = cluster_outcome(cluster)
+    # The live exporter's forecasts: those of the pipeline's step over the cluster.
+    result = result_of(cluster.nodes, cluster.services, cluster.slices)
+    views = result.zone_loss_views
     forecasts = {}
-    for key, outcomes in before.by_service.items():
-        verdicts = [outcome.verdict for outcome in outcomes]
-        own = [s for outcome in outcomes for s in outcome.slices]
-        for verdict, forecast in zip(
-            verdicts, service_forecasts(verdicts, own, nodes, feasibility, views), strict=True
-        ):
+    for key, service_result in result.services.items():
+        for verdict, forecast in service_result.entries():
             forecasts[verdict.key] = forecast
             assert forecast.margin == endpoint_margin(verdict, Feasibility(capacity)), key
     expected: dict[tuple[str, str, str], set[str]] = {key: set() for key in forecasts}
     for view in views:
-        for change in what_if(cluster, [LoseZone(view.zone)]).changes:
+        for change in what_if_of(cluster, [LoseZone(view.zone)]).changes:
             if change.change is Change.LOSES_HINTS:
                 expected[change.key].add(view.zone)
     assert {key: set(f.zones_losing_hints) for key, f in forecasts.items()} == expected

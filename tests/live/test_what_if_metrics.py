@@ -7,7 +7,6 @@ import math
 from pathlib import Path
 
 from exporter.engine.whatif.feasibility import Feasibility, endpoint_margin
-from exporter.engine.whatif.outcome import what_if
 from exporter.engine.whatif.scenario import Cluster, LoseNodes
 from exporter.engine.whatif.zoneloss import zone_loss, zone_loss_views
 from exporter.metrics import families as f
@@ -22,6 +21,7 @@ from tests.k8s_objects import (
 )
 from tests.kubeapi import FakeKubeAPI
 from tests.live.conftest import StartExporter, eventually
+from tests.results import what_if_of
 from tests.scrape import Scrape
 
 MARGIN = f.SERVICE_ENDPOINT_MARGIN.name
@@ -46,22 +46,23 @@ def _objects() -> list[Obj]:
 
 
 def _predicted(objects: list[Obj], tmp_path: Path) -> Prediction:
-    """Margins per Service and zone loss after `--lose-node DRAINED`, from the what-if engine."""
+    """Margins per Service and zone loss after `--lose-node DRAINED`, from the what-if pipeline."""
     path = tmp_path / "cluster.json"
     path.write_text(json.dumps(as_list(objects)))
     snapshot = load_snapshot(str(path))
     cluster = Cluster(snapshot.nodes, snapshot.services, snapshot.endpoint_slices)
-    after = what_if(cluster, [LoseNodes((DRAINED,))]).after
-    feasibility = Feasibility(after.evaluation.capacity)
+    answer = what_if_of(cluster, [LoseNodes((DRAINED,))])
+    feasibility = Feasibility(answer.after.capacity)
+    # Every entry is on both sides of a lost node: the changes hold each one's outcome.
+    after = [change.after for change in answer.changes]
     margins: dict[str, dict[str, float]] = {}
-    for outcome in after.outcomes.values():
+    for outcome in after:
         margin = endpoint_margin(outcome.verdict, feasibility)
         if margin is not None:
             margins[outcome.verdict.service.name] = {"down": margin.down, "up": margin.up}
     remaining = [node for node in snapshot.nodes if node.name != DRAINED]
     return margins, {
-        zone: float(count)
-        for zone, count in zone_loss(after.outcomes.values(), zone_loss_views(remaining)).items()
+        zone: float(count) for zone, count in zone_loss(after, zone_loss_views(remaining)).items()
     }
 
 

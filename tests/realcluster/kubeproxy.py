@@ -56,7 +56,8 @@ from kubernetes.client.exceptions import ApiException
 
 from exporter.engine.clientsets import Given
 from exporter.engine.context import node_context
-from exporter.engine.evaluate import evaluate_entry, service_inputs, slices_by_service
+from exporter.engine.evaluate import evaluate_entry, service_inputs
+from exporter.engine.model import EndpointSlice
 from exporter.engine.profile import ProfileFlags
 from exporter.engine.routing import DataPlane, Routing
 from exporter.sources.snapshot import load_snapshot
@@ -252,7 +253,11 @@ def exporter_routing(
     snapshot = load_snapshot(str(dump_path))
     profile = ProfileFlags(kubernetes_minor=kubernetes_minor).profile()
     context = node_context(snapshot.nodes, (DataPlane.KUBE_PROXY,), profile)
-    grouped = slices_by_service(snapshot.endpoint_slices)
+    grouped: dict[tuple[str, str], list[EndpointSlice]] = {}
+    for endpoint_slice in snapshot.endpoint_slices:
+        if endpoint_slice.service_name is not None:
+            owner = (endpoint_slice.namespace, endpoint_slice.service_name)
+            grouped.setdefault(owner, []).append(endpoint_slice)
     expected: dict[tuple[str, str, str], Expected] = {}
     for service in snapshot.services:
         port = ports.get(service.key)

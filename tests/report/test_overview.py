@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
-from exporter.engine import Endpoint, EndpointSlice, EntryVerdict, Node, Service, evaluate
+from exporter.engine import Endpoint, EndpointSlice, EntryVerdict, Node, Service
 from exporter.engine.problems import ProblemId, problems_of
 from exporter.report.overview import (
     EXIT_HINTS_MISSING,
@@ -15,6 +15,7 @@ from exporter.report.overview import (
     NODE_KIND,
     exit_status,
 )
+from tests.results import result_of
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 AUTO = Service(
@@ -44,7 +45,7 @@ def verdict_of(service: Service, replicas: int = 9, *, hinted: bool = True) -> E
         for i in range(replicas)
     )
     slices = [EndpointSlice("shop", "cart-1", "cart", "IPv4", managed=True, endpoints=endpoints)]
-    (verdict,) = evaluate(nodes, [service], slices).services
+    (verdict,) = result_of(nodes, [service], slices).verdicts()
     return verdict
 
 

@@ -22,7 +22,7 @@ from structlog.testing import capture_logs
 from bench.zones import zone_objects, zone_snapshot
 from exporter.engine import allocation
 from exporter.engine.model import Node
-from exporter.engine.whatif import forecast, outcome, zoneloss
+from exporter.engine.whatif import forecast, zoneloss
 from exporter.engine.whatif.zoneloss import MAX_ZONE_LOSS_ZONES
 from exporter.metrics.families import ZONE_LOSS_SERVICES_LOSING_HINTS
 from exporter.pipeline.evaluator import Evaluator
@@ -45,8 +45,6 @@ class Reads:
         for module, name in (
             (zoneloss, "cluster_capacity"),
             (zoneloss, "ready_nodes"),
-            (outcome, "cluster_capacity"),
-            (outcome, "ready_nodes"),
             (forecast, "ready_hint_sets"),
         ):
             monkeypatch.setattr(module, name, self._counting(getattr(module, name)))

@@ -1,29 +1,26 @@
-"""Before and after: every entry's expected result on each side of a scenario, and how it
+"""Before and after: an entry's expected result on each side of a scenario, and how it
 changes (behaviour section 11: `loses-hints`, `gains-hints`, `reason-changed`, `unchanged`).
+
+The pipeline answers a scenario from two results (exporter.pipeline.whatif); the live
+exporter's zone-loss forecasts classify each zone's loss with the same `classify`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from types import MappingProxyType
 
-from exporter.engine.capacity import ClusterCapacity, cluster_capacity
-from exporter.engine.context import context_of
+from exporter.engine.context import NodeContext
 from exporter.engine.evaluate import (
     EntryVerdict,
-    Evaluation,
     ExpectedState,
     evaluate_service,
-    ready_nodes,
-    slices_by_service,
 )
 from exporter.engine.kubeproxy import ProxyView, ReadyNodes
 from exporter.engine.model import EndpointSlice, Service
-from exporter.engine.profile import ASSUMED, Profile
+from exporter.engine.profile import NEWEST_KUBE_PROXY, KubeProxyBehaviour
 from exporter.engine.whatif.converged import converged_proxy_view, routes_locally
-from exporter.engine.whatif.scenario import Cluster, ScenarioStep, apply_scenario
 
 
 class Change(StrEnum):
@@ -53,6 +50,17 @@ class Outcome:
         return routes_locally(self.converged)
 
 
+def entry_outcome(
+    verdict: EntryVerdict,
+    slices: Sequence[EndpointSlice],
+    nodes: ReadyNodes,
+    behaviour: KubeProxyBehaviour = NEWEST_KUBE_PROXY,
+) -> Outcome:
+    """The entry's outcome from its verdict and the slices of its address type it was
+    evaluated on, among `nodes` (those of the verdict's view)."""
+    return Outcome(verdict, tuple(slices), converged_proxy_view(verdict, slices, nodes, behaviour))
+
+
 @dataclass(frozen=True, slots=True)
 class EntryChange:
     """One entry's outcome before and after a scenario, and the kind of change between them."""
@@ -77,111 +85,16 @@ def classify(before: Outcome, after: Outcome) -> Change:
     return Change.UNCHANGED
 
 
-@dataclass(frozen=True, slots=True)
-class ClusterOutcome:
-    """Every entry's outcome over one cluster, grouped by Service, with the evaluation behind it."""
-
-    evaluation: Evaluation
-    # Per Service, its entries (one per address type) in address-type order.
-    by_service: Mapping[tuple[str, str], tuple[Outcome, ...]]
-
-    @property
-    def outcomes(self) -> dict[tuple[str, str, str], Outcome]:
-        return {o.verdict.key: o for own in self.by_service.values() for o in own}
-
-
 def service_outcomes(
-    service: Service,
-    slices: Sequence[EndpointSlice],
-    capacity: ClusterCapacity,
-    nodes: ReadyNodes,
-    profile: Profile = ASSUMED,
+    service: Service, slices: Sequence[EndpointSlice], context: NodeContext
 ) -> tuple[Outcome, ...]:
-    """The Service's verdicts with their converged routing, one per address type."""
+    """The Service's verdicts in the node view with their converged routing, one per address
+    type (through `evaluate_service`, the evaluator's entry point)."""
     by_type: dict[str, list[EndpointSlice]] = {}
     for endpoint_slice in slices:
         by_type.setdefault(endpoint_slice.address_type, []).append(endpoint_slice)
+    behaviour = context.profile.kube_proxy_behaviour
     return tuple(
-        Outcome(
-            verdict,
-            tuple(by_type[verdict.address_type]),
-            converged_proxy_view(
-                verdict, by_type[verdict.address_type], nodes, profile.kube_proxy_behaviour
-            ),
-        )
-        for verdict in evaluate_service(
-            service, slices, context_of(capacity, nodes, profile=profile)
-        )
+        entry_outcome(verdict, by_type[verdict.address_type], context.nodes, behaviour)
+        for verdict in evaluate_service(service, slices, context)
     )
-
-
-def _unchanged_slices(earlier: tuple[Outcome, ...], own: Sequence[EndpointSlice]) -> bool:
-    before = [endpoint_slice for outcome in earlier for endpoint_slice in outcome.slices]
-    return len(before) == len(own) and {id(s) for s in before} == {id(s) for s in own}
-
-
-def cluster_outcome(cluster: Cluster, reuse: ClusterOutcome | None = None) -> ClusterOutcome:
-    """Evaluate a cluster and its converged routing.
-
-    With `reuse`, a Service whose slices are the same objects, in a cluster whose capacity
-    and Ready nodes did not change, keeps its earlier outcome: scaling one Service
-    re-evaluates one Service.
-    """
-    capacity = cluster_capacity(cluster.nodes)
-    nodes = ready_nodes(cluster.nodes)
-    reusable = (
-        reuse.by_service
-        if reuse is not None
-        and reuse.evaluation.capacity == capacity
-        and reuse.evaluation.nodes == nodes
-        else {}
-    )
-    grouped = slices_by_service(cluster.slices)
-    by_service: dict[tuple[str, str], tuple[Outcome, ...]] = {}
-    for service in cluster.services:
-        own = grouped.get(service.key)
-        if own is None:
-            continue
-        earlier = reusable.get(service.key)
-        if (
-            earlier is not None
-            and earlier[0].verdict.service is service
-            and (_unchanged_slices(earlier, own))
-        ):
-            by_service[service.key] = earlier
-        else:
-            by_service[service.key] = service_outcomes(
-                service, own, capacity, nodes, cluster.profile
-            )
-    verdicts = sorted(
-        (outcome.verdict for own in by_service.values() for outcome in own),
-        key=lambda verdict: verdict.key,
-    )
-    evaluation = Evaluation(
-        capacity=capacity, nodes=nodes, services=tuple(verdicts), profile=cluster.profile
-    )
-    return ClusterOutcome(evaluation, MappingProxyType(by_service))
-
-
-@dataclass(frozen=True, slots=True)
-class WhatIf:
-    """A what-if answer: the scenario's steps, the cluster's outcome before and after, and the
-    entries that change."""
-
-    steps: tuple[ScenarioStep, ...]
-    before: ClusterOutcome
-    after: ClusterOutcome
-    changes: tuple[EntryChange, ...]
-
-
-def what_if(cluster: Cluster, steps: Sequence[ScenarioStep]) -> WhatIf:
-    """Every entry before and after the scenario, with how it changes."""
-    before = cluster_outcome(cluster)
-    after = cluster_outcome(apply_scenario(cluster, steps), reuse=before)
-    after_outcomes = after.outcomes
-    changes = [
-        EntryChange(key, classify(outcome, after_outcomes[key]), outcome, after_outcomes[key])
-        for key, outcome in sorted(before.outcomes.items())
-        if key in after_outcomes
-    ]
-    return WhatIf(tuple(steps), before, after, tuple(changes))

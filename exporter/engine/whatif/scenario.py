@@ -1,7 +1,8 @@
 """The cluster a scenario changes (behaviour section 11): lose a zone, lose nodes, scale a Service.
 
 A scenario is a list of steps; each step maps the engine's inputs (`Cluster`) to the inputs
-of the changed cluster, on which the ordinary rules then run (`outcome.what_if`).
+of the changed cluster, on which the ordinary rules then run (written into the store and
+stepped by the evaluator: exporter.run.oneshot).
 """
 
 from __future__ import annotations

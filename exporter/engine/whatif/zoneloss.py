@@ -1,7 +1,8 @@
 """Zone loss: which entries would lose hints if one zone were lost (behaviour section 11).
 
 Each zone's view (`ZoneLossView`) is the cluster without that zone, computed once and shared
-by every Service; clusters with more than MAX_ZONE_LOSS_ZONES zone labels get none.
+by every Service; clusters with more than MAX_ZONE_LOSS_ZONES zone labels get none. An entry's
+change under a zone's loss is classified as `what-if` classifies it (`outcome.classify`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from exporter.engine.capacity import cluster_capacity
+from exporter.engine.context import NodeContext, context_of
 from exporter.engine.evaluate import counted_endpoints, ready_nodes
 from exporter.engine.kubeproxy import KubeProxyRoutes, ReadyNodes
 from exporter.engine.mechanism import Mechanism
@@ -28,17 +30,33 @@ MAX_ZONE_LOSS_ZONES = 100
 
 @dataclass(frozen=True, slots=True)
 class ZoneLossView:
-    """The cluster as it would be without one zone: computed once, shared by every Service."""
+    """The cluster as it would be without one zone: computed once, shared by every Service.
+
+    Its `context` is the engine's node view of that cluster, the kind every evaluator step
+    evaluates in: an entry re-evaluated without the zone goes through `evaluate_service`, as
+    `what-if --lose-zone` does, and entries of one shape share its judgements and routings.
+    """
 
     zone: str
     # Nodes that go with the zone.
     removed_nodes: frozenset[str]
-    nodes: ReadyNodes
     feasibility: Feasibility
-    # kube-proxy's routings over `nodes`: entries of one hint shape share one.
-    routes: KubeProxyRoutes
-    # behaviour §12: the versions and gates the cluster without the zone is judged under.
-    profile: Profile = ASSUMED
+    # Its capacity is the feasibility's; no clients (forecasts do not weigh cross-zone shares).
+    context: NodeContext
+
+    @property
+    def nodes(self) -> ReadyNodes:
+        return self.context.nodes
+
+    @property
+    def routes(self) -> KubeProxyRoutes:
+        """kube-proxy's routings over `nodes`: entries of one hint shape share one."""
+        return self.context.routes
+
+    @property
+    def profile(self) -> Profile:
+        """behaviour §12: the versions and gates the cluster without the zone is judged under."""
+        return self.context.profile
 
 
 def zone_loss_views(
@@ -54,25 +72,21 @@ def zone_loss_views(
     if len(zones) > MAX_ZONE_LOSS_ZONES:
         return ()
     reusable = {view.zone: view for view in same_nodes if view.profile == profile}
-    behaviour = profile.kube_proxy_behaviour
     views = []
     for zone in zones:
         kept = [node for node in nodes if node.zone != zone]
         earlier = reusable.get(zone)
-        views.append(
-            ZoneLossView(
-                zone=zone,
-                removed_nodes=earlier.removed_nodes
-                if earlier is not None
-                else frozenset(node.name for node in nodes if node.zone == zone),
-                nodes=earlier.nodes if earlier is not None else (zone_nodes := ready_nodes(kept)),
-                feasibility=Feasibility(cluster_capacity(kept)),
-                routes=earlier.routes
-                if earlier is not None
-                else KubeProxyRoutes(zone_nodes, behaviour),
-                profile=profile,
+        capacity = cluster_capacity(kept)
+        if earlier is None:
+            removed = frozenset(node.name for node in nodes if node.zone == zone)
+            context = context_of(capacity, ready_nodes(kept), profile=profile)
+        else:
+            # The same Ready nodes: their routings are kept, the capacity's judgements new.
+            removed = earlier.removed_nodes
+            context = earlier.context.succeeded_by(
+                capacity, earlier.nodes, earlier.context.clients, profile
             )
-        )
+        views.append(ZoneLossView(zone, removed, Feasibility(capacity), context))
     return tuple(views)
 
 
@@ -105,9 +119,7 @@ def loses_hints_without(outcome: Outcome, view: ZoneLossView) -> bool:
         # Neither enabled auto nor local: there is nothing to lose.
         return False
     slices = without_endpoints(outcome.slices, _survives_not(view))
-    after = service_outcomes(
-        verdict.service, slices, view.feasibility.capacity, view.nodes, view.profile
-    )
+    after = service_outcomes(verdict.service, slices, view.context)
     same_type = [o for o in after if o.verdict.address_type == verdict.address_type]
     return any(classify(outcome, o) is Change.LOSES_HINTS for o in same_type)
 
