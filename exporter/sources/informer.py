@@ -138,7 +138,9 @@ class Informer(Generic[_Raw, _Slim]):
         )
         self._log = logger.bind(resource=spec.resource)
         # The streaming list under way, if any, and how the last one ended.
-        self._lists: StreamingLists[_Slim] = StreamingLists(self._log, self._initial_events_end)
+        self._lists: StreamingLists[_Slim] = StreamingLists(
+            self._log, self._initial_events_end, wait_past_empty_end=spec.resource is Resource.NODES
+        )
         self.synced = threading.Event()
         # Why the resource cannot be read, while it cannot (shown by /readyz).
         self.problem: str | None = None

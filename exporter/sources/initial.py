@@ -13,8 +13,12 @@ it, at older resourceVersions, would otherwise be taken for an empty cluster (0 
 every Service refused). Such a list ends at the first line past its bookmark: a later
 bookmark, or an object newer than it, or at its end bookmark once the watch has been silent
 for the silence bound (a server that sends no periodic bookmark). The cost is a genuinely
-empty resource (no Events of interest) taken as empty at the next bookmark, about a minute
-later on kube-apiserver.
+empty resource taken as empty at the next bookmark, about a minute later on kube-apiserver:
+so only Nodes wait (a cluster without Nodes has nothing to judge, and 0 Nodes is where a
+misordered list did harm: every Service refused, a flip counted). Services, EndpointSlices
+and Events are often empty where the exporter watches them (a new cluster, one namespace):
+their empty list ends at its bookmark, and objects that come after it at older
+resourceVersions are applied as watch events, with a warning.
 """
 
 from __future__ import annotations
@@ -96,15 +100,20 @@ class StreamingLists(Generic[_Slim]):
     objects and the resourceVersion the state is as of when the list ends.
     """
 
-    __slots__ = ("_complete", "_ended", "_log", "current")
+    __slots__ = ("_complete", "_ended", "_log", "_wait_past_empty_end", "current")
 
     def __init__(
         self,
         log: structlog.typing.FilteringBoundLogger,
         complete: Callable[[list[_Slim], str], None],
+        *,
+        wait_past_empty_end: bool = True,
     ) -> None:
         self._log = log
         self._complete = complete
+        # Whether an end bookmark before any object is waited past (see the module's
+        # docstring) or taken as an empty resource at once.
+        self._wait_past_empty_end = wait_past_empty_end
         self.current: InitialList[_Slim] | None = None
         # The end bookmark's resourceVersion of the list completed last, while objects of
         # that list may still come after it (at no newer resourceVersion); None once a line
@@ -144,7 +153,7 @@ class StreamingLists(Generic[_Slim]):
             self._end_bookmark(initial, resource_version)
 
     def _end_bookmark(self, initial: InitialList[_Slim], resource_version: str) -> None:
-        if not initial.objects:
+        if not initial.objects and self._wait_past_empty_end:
             # Before any object (kube-apiserver sends them first): what follows at no newer
             # resourceVersion is the list's still; it ends at the next line past it.
             initial.end = resource_version
