@@ -16,6 +16,10 @@ import pytest
 from tests.conftest import EXAMPLES_DIR, PROJECT_ROOT, require_binary
 from tests.kubeapi import FakeKubeAPI
 
+# Each test builds the package in the source tree's build/ folder: two xdist workers doing
+# it at once collide there ("File exists"), so the module keeps to one worker.
+pytestmark = pytest.mark.xdist_group("packaging")
+
 DEMO = str(EXAMPLES_DIR / "demo-cluster.json")
 PLUGIN = "kubectl-topology_hints"
 
