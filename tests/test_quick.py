@@ -68,47 +68,18 @@ def test_serving_programs_are_told_from_tools(argv: list[str] | str, program: st
 def test_the_test_api_server_and_the_live_folder_are_server_tests() -> None:
     """What `make check` collects leaves out the live exporter's tests and the test API
     server's users (the marks come from the folder and the fixture, not by hand)."""
-    quick = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "--collect-only",
-            "-q",
-            "-p",
-            "no:randomly",
-            "-m",
-            "not server",
-            "tests/live",
-            "tests/sources/test_kubeapi.py",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=PROJECT_ROOT,
-        timeout=120,
-    )
-    everything = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "--collect-only",
-            "-q",
-            "-p",
-            "no:randomly",
-            "tests/live",
-            "tests/sources/test_kubeapi.py",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=PROJECT_ROOT,
-        timeout=120,
-    )
-    collected = [line for line in everything.stdout.splitlines() if "::" in line]
-    kept = [line for line in quick.stdout.splitlines() if "::" in line]
-    assert any(line.startswith("tests/live/") for line in collected)
+
+    def collected(*marks: str) -> list[str]:
+        """The test ids `pytest --collect-only` prints for the two folders, with `marks`."""
+        run = subprocess.run(
+            [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:randomly", *marks,
+             "tests/live", "tests/sources/test_kubeapi.py"],
+            capture_output=True, text=True, check=False, cwd=PROJECT_ROOT, timeout=120,
+        )  # fmt: skip
+        return [line for line in run.stdout.splitlines() if "::" in line]
+
+    everything, kept = collected(), collected("-m", "not server")
+    assert any(line.startswith("tests/live/") for line in everything)
     # test_kubeapi.py's tests all ask for the test API server (`api_client`, `core`).
-    assert any("test_kubeapi.py" in line for line in collected)
+    assert any("test_kubeapi.py" in line for line in everything)
     assert kept == []

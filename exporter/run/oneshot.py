@@ -35,6 +35,20 @@ def evaluate_snapshot(
     The input's completeness is the result's too: an input without Nodes (a snapshot that
     holds none, a LIST of them refused) gives a result whose `nodes_known` is False, and
     problems judged knowing it (nodes-unknown instead of what needs Nodes)."""
+    _store, evaluator = _one_shot(snapshot, dataplanes, profile, forecasts=forecasts)
+    return evaluator.step()
+
+
+def _one_shot(
+    snapshot: Snapshot,
+    dataplanes: Sequence[DataPlane],
+    profile: Profile,
+    *,
+    forecasts: bool,
+    retain_inputs: bool = False,
+) -> tuple[ClusterStore, Evaluator]:
+    """The snapshot written into a store, and a one-shot evaluator over it: the input's
+    completeness (`nodes_known`) is the snapshot's, for every one-shot command alike."""
     store = ClusterStore()
     snapshot.write_to(store)
     evaluator = Evaluator(
@@ -44,8 +58,9 @@ def evaluate_snapshot(
         one_shot=True,
         forecasts=forecasts,
         nodes_known=bool(snapshot.nodes),
+        retain_inputs=retain_inputs,
     )
-    return evaluator.step()
+    return store, evaluator
 
 
 def what_if_snapshot(
@@ -63,17 +78,10 @@ def what_if_snapshot(
     """
     cluster = Cluster(snapshot.nodes, snapshot.services, snapshot.endpoint_slices, profile=profile)
     changed = apply_scenario(cluster, steps)
-    store = ClusterStore()
-    snapshot.write_to(store)
-    evaluator = Evaluator(
-        store,
-        dataplanes=dataplanes,
-        profile=profile,
-        one_shot=True,
-        forecasts=False,
-        # Where Nodes go, the second step evaluates every Service again: those whose slices
-        # the scenario leaves reuse their inputs. Else it evaluates only the changed ones.
-        retain_inputs=changed.nodes != cluster.nodes,
+    # Where Nodes go, the second step evaluates every Service again: those whose slices
+    # the scenario leaves reuse their inputs. Else it evaluates only the changed ones.
+    store, evaluator = _one_shot(
+        snapshot, dataplanes, profile, forecasts=False, retain_inputs=changed.nodes != cluster.nodes
     )
     before = outcomes_of(evaluator.step(), store.slices_of)
     # The scenario as the informers would see it happen: Nodes gone, slices rewritten.
