@@ -31,6 +31,8 @@ from tests.scrape import http_get, wait_until
 
 pytestmark = [
     pytest.mark.image,
+    # One worker builds the image once for the module (each worker would build its own).
+    pytest.mark.xdist_group("image"),
     # A cold run makes the base (a few minutes of downloads) before the first test.
     pytest.mark.timeout(1800),
 ]

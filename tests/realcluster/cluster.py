@@ -228,6 +228,21 @@ class RealCluster:
     def endpoint_slices(self, namespace: str) -> list[Any]:
         return list(self.discovery.list_namespaced_endpoint_slice(namespace).items)
 
+    def wait_published(self, namespace: str, ip: str, timeout: float = SETTLE_TIMEOUT) -> None:
+        """Wait until an EndpointSlice of `namespace` lists `ip` ready: the controller has
+        seen the Pod. settle() alone cannot tell an idle controller from one that has not
+        yet heard of the change (after an API server restart its informers relist, after
+        403s while the new server's RBAC caches sync, with client-go's backoff: seconds)."""
+        deadline = time.monotonic() + timeout
+        while not any(
+            ip in (endpoint.addresses or ()) and (endpoint.conditions.ready is not False)
+            for endpoint_slice in self.endpoint_slices(namespace)
+            for endpoint in endpoint_slice.endpoints or ()
+        ):
+            if time.monotonic() > deadline:
+                raise SettleTimeoutError(f"no EndpointSlice of {namespace} lists {ip} ready")
+            time.sleep(POLL)
+
     def events_version(self, namespace: str | None = None) -> str:
         if namespace is None:
             return str(self.core.list_event_for_all_namespaces(limit=1).metadata.resource_version)
