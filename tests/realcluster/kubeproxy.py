@@ -23,6 +23,15 @@ The rules, as upstream pkg/proxy/nftables/proxier.go names them in table `ip kub
   Local, no local endpoint, endpoints elsewhere) or `: goto reject-chain` (no usable
   endpoint at all).
 
+A zone label is given to a Node after its kube-proxy has started, and the start waits for
+kube-proxy to say it has it. kube-proxy v1.37.2 (cmd/kube-proxy/app/server.go) adds its
+node-topology handler to an informer that has already synced and registers the proxier as
+its receiver only after: the replayed ADD of its own Node may be handled before, with no
+receiver, and the labels it carried are remembered as delivered (a later event with the same
+labels is skipped). The proxier then never learns its zone and ignores every hint ("node is
+missing label") until the label changes; seen here in one kube-proxy of about twenty under
+a loaded full run. A label added after the start is an update both handlers see.
+
 `Destination` is what one node does with one Service port: DNAT to a set of endpoints,
 drop, reject, or nothing programmed yet. The exporter's routing gives the same: the
 endpoints its `kube-proxy` data plane hands that node (`clientsets.Given`, section 13),
@@ -62,7 +71,7 @@ from exporter.engine.profile import ProfileFlags
 from exporter.engine.routing import DataPlane, Routing
 from exporter.sources.snapshot import load_snapshot
 from tests.realcluster.binaries import KubeBinaries
-from tests.realcluster.cluster import RealCluster
+from tests.realcluster.cluster import ZONE_LABEL, RealCluster
 from tests.realcluster.controlplane import ControlPlane
 from tests.realcluster.processes import ServerProcess, StartError
 
@@ -70,6 +79,8 @@ Json = dict[str, Any]
 
 TABLE = ("ip", "kube-proxy")
 SERVICE_IPS = "service-ips"
+# What kube-proxy logs (V(4)) when its proxier takes new topology labels of its Node.
+TOPOLOGY_UPDATED = "Updated proxier node topology labels"
 NO_ENDPOINT_SERVICES = "no-endpoint-services"
 PROXY_NAMESPACE = "kube-system"
 PROXY_ACCOUNT = "kube-proxy"
@@ -362,6 +373,29 @@ class ProxyNode:
         except StartError:  # the table is not there yet
             return None
 
+    def topology_updates(self) -> list[str]:
+        """Every line in which kube-proxy says its proxier took new labels of its Node."""
+        with contextlib.suppress(OSError):
+            lines = self.log.read_text(errors="replace").splitlines()
+            return [line for line in lines if TOPOLOGY_UPDATED in line]
+        return []
+
+    def wait_topology(self, zone: str, *, since: int, timeout: float = START_TIMEOUT) -> None:
+        """Wait until kube-proxy says (after its first `since` updates) that its proxier has
+        `zone`."""
+        deadline = time.monotonic() + timeout
+        while not any(f'"{zone}"' in line for line in self.topology_updates()[since:]):
+            self.check_running()
+            if time.monotonic() > deadline:
+                raise StartError(
+                    f"kube-proxy ({self.node}) did not take zone {zone}:\n{_tail(self.log)}"
+                )
+            time.sleep(POLL)
+
+    @property
+    def log(self) -> Path:
+        return self.folder / "kube-proxy.log"
+
     def check_running(self) -> None:
         for server in (self.relay, self.proxy):
             if server is not None and not server.running:
@@ -400,8 +434,9 @@ def proxy_config(node: str, kubeconfig: Path) -> Json:
             "tcpEstablishedTimeout": "0s",
             "tcpCloseWaitTimeout": "0s",
         },
-        # Verbosity 2 logs why a node ignores hints ("Ignoring same-zone topology hints").
-        "logging": {"verbosity": 2},
+        # Verbosity 2 logs why a node ignores hints ("Ignoring same-zone topology hints"),
+        # 4 when the proxier takes its Node's zone (TOPOLOGY_UPDATED).
+        "logging": {"verbosity": 4},
     }
 
 
@@ -468,11 +503,18 @@ class ProxyFleet:
         member.proxy = ServerProcess(
             f"kube-proxy ({node})",
             in_namespace(member.netns, str(self.binaries.kube_proxy), f"--config={config}"),
-            folder / "kube-proxy.log",
+            member.log,
         )
         member.proxy.start()
         member.proxy.wait_ready(lambda: _has_service_ips(member), START_TIMEOUT)
         return member
+
+    def set_zone(self, node: str, zone: str) -> None:
+        """Label the Node with `zone` and wait until its kube-proxy has taken it."""
+        member = self.nodes[node]
+        since = len(member.topology_updates())
+        self.cluster.core.patch_node(node, {"metadata": {"labels": {ZONE_LABEL: zone}}})
+        member.wait_topology(zone, since=since)
 
     def remove(self, node: str) -> None:
         """Stop the node's kube-proxy (before its Node goes: kube-proxy exits on that)."""
