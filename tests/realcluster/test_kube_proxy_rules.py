@@ -34,13 +34,15 @@ from tests.realcluster.cluster import ZONE_LABEL, RealCluster, node_body
 from tests.realcluster.controlplane import ControlPlane, ControlPlaneSettings, started
 from tests.realcluster.kubeproxy import (
     MARKER_TARGET_PORT,
-    Expected,
     ProxyFleet,
     bump_marker,
-    compare,
-    exporter_routing,
     fleet,
     requirements,
+)
+from tests.realcluster.proxy_rules import (
+    Expected,
+    compare,
+    exporter_routing,
     routing_counts,
     service_ports,
 )
