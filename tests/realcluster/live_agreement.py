@@ -150,8 +150,18 @@ def difference(live: Json | None, reference: Json) -> str:
     for key in sorted(a.keys() & b.keys()):
         if a[key] != b[key]:
             fields = sorted(name for name in a[key] if a[key].get(name) != b[key].get(name))
-            lines.append(f"{key}: {', '.join(fields)}")
+            # Each side's value, cut short: which side is behind is what a failure must say.
+            shown = [
+                f"{name} (exporter {_short(a[key].get(name))}, dump {_short(b[key].get(name))})"
+                for name in fields
+            ]
+            lines.append(f"{key}: {'; '.join(shown)}")
     return "\n".join(lines[:20])
+
+
+def _short(value: object, limit: int = 80) -> str:
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def wait_agreeing(url: str, reference: Json, timeout: float = AGREE_TIMEOUT) -> Json:
