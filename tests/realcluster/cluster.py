@@ -235,7 +235,9 @@ class RealCluster:
         403s while the new server's RBAC caches sync, with client-go's backoff: seconds)."""
         deadline = time.monotonic() + timeout
         while not any(
-            ip in (endpoint.addresses or ()) and (endpoint.conditions.ready is not False)
+            # No conditions, or ready unset, is ready (discovery.k8s.io/v1).
+            ip in (endpoint.addresses or ())
+            and (endpoint.conditions is None or endpoint.conditions.ready is not False)
             for endpoint_slice in self.endpoint_slices(namespace)
             for endpoint in endpoint_slice.endpoints or ()
         ):
