@@ -13,12 +13,14 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
-
-import structlog
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from exporter.engine import EntryVerdict
 from exporter.vocabulary import EntryKey
+
+if TYPE_CHECKING:
+    from structlog.typing import FilteringBoundLogger
 
 # One line per Service and aspect per this many seconds; changes in between are counted.
 DEFAULT_WINDOW = 60.0
@@ -26,7 +28,16 @@ DEFAULT_WINDOW = 60.0
 # one line counts the rest.
 DEFAULT_STEP_LINES = 20
 
-logger = structlog.get_logger("exporter.pipeline.transitions")
+
+@cache
+def _logger() -> FilteringBoundLogger:
+    """The transitions' logger. structlog is imported when a line is first written, not
+    with this module: `evaluate`, `explain` and `what-if` run the same pipeline and never
+    log a transition, and structlog (with rich, when installed) is half of their start-up."""
+    import structlog  # noqa: PLC0415
+
+    logger: FilteringBoundLogger = structlog.get_logger("exporter.pipeline.transitions")
+    return logger
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +156,7 @@ class TransitionLog:
     def end_step(self) -> None:
         """After an evaluation step: one line for the changes beyond its budget."""
         for (event, before, after), count in sorted(self._overflow.items()):
-            logger.info(event, services=count, **{"from": before, "to": after}, more=True)
+            _logger().info(event, services=count, **{"from": before, "to": after}, more=True)
         self._overflow.clear()
         self._lines_this_step = 0
 
@@ -175,7 +186,7 @@ class TransitionLog:
             # Changes between the last line and this one, not logged on their own.
             fields["changes_not_logged"] = held_back
         if self._lines_this_step < self._step_lines:
-            logger.info(aspect.event, **fields)
+            _logger().info(aspect.event, **fields)
             self._lines_this_step += 1
         else:
             self._overflow[(aspect.event, fields["from"], to)] += 1
