@@ -31,6 +31,12 @@ from tests.realcluster.binaries import KubeBinaries
 from tests.realcluster.processes import ServerProcess, StartError
 
 START_TIMEOUT = 90.0
+# The controller manager's self-signed serving certificate, read without verifying it. Made
+# once: settle() reads its metrics ten times a second, and a default context loads every
+# system CA (most of the CPU of each read).
+_UNVERIFIED = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+_UNVERIFIED.check_hostname = False
+_UNVERIFIED.verify_mode = ssl.CERT_NONE
 PORT_ATTEMPTS = 3
 SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/16"
 ADMIN_USER = "suite-admin"
@@ -166,11 +172,8 @@ class ControlPlane:
 
     def controller_manager_metrics(self, timeout: float = 10.0) -> str:
         """The controller manager's own /metrics text (served without credentials here)."""
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE  # its self-signed serving certificate
         with urllib.request.urlopen(  # noqa: S310
-            self.controller_manager_url + "/metrics", timeout=timeout, context=context
+            self.controller_manager_url + "/metrics", timeout=timeout, context=_UNVERIFIED
         ) as response:
             return str(response.read().decode())
 
