@@ -462,8 +462,9 @@ class Exporter:
                     # The LIST pages (143 MB of JSON at 5,000 nodes) are decoded and their
                     # buffers freed: give those pages back to the system (10-20 ms).
                     release_free_memory()
-                self._ready.set()
-                self.evaluator.published_as_ready()
+                # Logged before /readyz says so: whoever waits for readiness finds the
+                # lines written (and a test that then captures the log does not reconfigure
+                # structlog under a line being written).
                 logger.info("ready", **self.store.counts())
                 if self.evaluator.state.zone_loss_skipped:
                     logger.warning(
@@ -471,6 +472,8 @@ class Exporter:
                         zones=self.evaluator.state.zone_loss_skipped,
                         cap=MAX_ZONE_LOSS_ZONES,
                     )
+                self._ready.set()
+                self.evaluator.published_as_ready()
             self.store.wait_for_changes(0.5)
 
 

@@ -26,7 +26,8 @@ from exporter.engine.whatif import forecast, zoneloss
 from exporter.engine.whatif.zoneloss import MAX_ZONE_LOSS_ZONES
 from exporter.metrics.families import ZONE_LOSS_SERVICES_LOSING_HINTS
 from exporter.pipeline.evaluator import Evaluator
-from exporter.run.serve import ServeOptions
+from exporter.run import serve
+from exporter.run.serve import Exporter, ServeOptions
 from exporter.sources.snapshot import parse_snapshot
 from exporter.state.result import ClusterResult
 from exporter.state.store import ClusterStore
@@ -168,6 +169,34 @@ def test_the_live_exporter_reports_the_cap(tmp_path: Path) -> None:
         "cap": MAX_ZONE_LOSS_ZONES,
         "log_level": "warning",
     } in logs
+
+
+@pytest.mark.server
+def test_the_start_lines_are_logged_before_readyz_says_ready(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whoever waits for /readyz finds the start's lines ("ready", the cap's warning) written:
+    a test capturing the log after readiness once reconfigured structlog under a line being
+    written, and the exporter's evaluator thread died of it."""
+    snapshot = tmp_path / "zones.json"
+    snapshot.write_bytes(zone_snapshot(MAX_ZONE_LOSS_ZONES + 1))
+    exporter = Exporter(ServeOptions(listen_address="127.0.0.1:0", snapshot=str(snapshot)))
+    ready_when_logged: dict[str, bool] = {}
+
+    class Recorder:
+        def info(self, event: str, **_fields: object) -> None:
+            ready_when_logged[event] = exporter.readiness()[0]
+
+        warning = info
+
+    monkeypatch.setattr(serve, "logger", Recorder())
+    exporter.start()
+    try:
+        wait_until(lambda: exporter.readiness()[0])
+    finally:
+        exporter.stop()
+    assert ready_when_logged["ready"] is False
+    assert ready_when_logged["zone-loss forecast not made: too many zone labels"] is False
 
 
 def test_zones_without_an_entrys_endpoints_share_one_hint_set() -> None:
