@@ -31,12 +31,6 @@ from tests.realcluster.binaries import KubeBinaries
 from tests.realcluster.processes import ServerProcess, StartError
 
 START_TIMEOUT = 90.0
-# The controller manager's self-signed serving certificate, read without verifying it. Made
-# once: settle() reads its metrics ten times a second, and a default context loads every
-# system CA (most of the CPU of each read).
-_UNVERIFIED = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-_UNVERIFIED.check_hostname = False
-_UNVERIFIED.verify_mode = ssl.CERT_NONE
 PORT_ATTEMPTS = 3
 SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/16"
 ADMIN_USER = "suite-admin"
@@ -48,6 +42,13 @@ AUDIT_POLICY = {
     "omitStages": ["RequestReceived"],
     "rules": [{"level": "Metadata"}],
 }
+
+# The controller manager's self-signed serving certificate, read without verifying it. Made
+# once: settle() reads its metrics ten times a second, and a default context loads every
+# system CA (most of the CPU of each read).
+_UNVERIFIED = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+_UNVERIFIED.check_hostname = False
+_UNVERIFIED.verify_mode = ssl.CERT_NONE
 
 
 @dataclass(frozen=True)

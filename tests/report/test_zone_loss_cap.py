@@ -183,11 +183,14 @@ def test_the_start_lines_are_logged_before_readyz_says_ready(
     exporter = Exporter(ServeOptions(listen_address="127.0.0.1:0", snapshot=str(snapshot)))
     ready_when_logged: dict[str, bool] = {}
 
-    class Recorder:
-        def info(self, event: str, **_fields: object) -> None:
-            ready_when_logged[event] = exporter.readiness()[0]
+    def record(event: str, **_fields: object) -> None:
+        ready_when_logged[event] = exporter.readiness()[0]
 
-        warning = info
+    class Recorder:
+        """Every level records (an `exception` line too, which would name a failure)."""
+
+        def __getattr__(self, _level: str) -> Callable[..., None]:
+            return record
 
     monkeypatch.setattr(serve, "logger", Recorder())
     exporter.start()
