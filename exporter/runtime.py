@@ -16,6 +16,24 @@ def tune_garbage_collector() -> None:
     gc.set_threshold(50_000, 20, 100)
 
 
+def pause_collector() -> None:
+    """Stop the cyclic collector while a start decodes and evaluates its first snapshot.
+
+    Nearly everything a start allocates is either the cluster it keeps (Nodes, Services,
+    150,000 endpoints and their verdicts at 5,000 nodes) or acyclic temporaries that
+    reference counting frees; the collector finds no garbage in them, yet at scale 1 it
+    rescanned them for 0.3 s of a 2.8 s live start (40 young and one middle collection).
+    """
+    gc.disable()
+
+
+def resume_collector() -> None:
+    """Collect again, without ever rescanning what the start built (it lives as long as the
+    process): whatever is alive now is moved out of the collector's generations first."""
+    gc.freeze()
+    gc.enable()
+
+
 def release_free_memory() -> None:
     """Give the C heap's free pages back to the operating system (glibc's malloc_trim).
 

@@ -44,7 +44,7 @@ from exporter.metrics.instruments import RESOURCES, ExporterMetrics, StatusColle
 from exporter.pipeline.evaluator import Evaluator
 from exporter.run.profile import ProfileReader, flags_profile
 from exporter.run.readiness import ago, describe_watch_failure
-from exporter.runtime import release_free_memory
+from exporter.runtime import pause_collector, release_free_memory, resume_collector
 from exporter.sources.cluster import ENDPOINT_SLICES, EVENTS, NODES, SERVICES, sinks
 from exporter.sources.dataplanes import FLAG, detect_dataplanes
 from exporter.sources.informer import Informer, InformerSettings
@@ -139,11 +139,23 @@ def _dataplanes(
     return detect_dataplanes(transport, options.informer.timeouts, options.dataplanes)
 
 
-class Exporter:
-    """The running exporter; `start()` returns once the HTTP server listens."""
+# The longest a start keeps the cyclic collector paused (see `run`): a start that has not
+# published its first evaluation by then waits on the API server, not on decoding, and
+# whatever cyclic garbage its retries and probes leave must be collected.
+COLLECTOR_PAUSE_LIMIT = 60.0
 
-    def __init__(self, options: ServeOptions) -> None:
+
+class Exporter:
+    """The running exporter; `start()` returns once the HTTP server listens.
+
+    `collector_paused`: the caller paused the cyclic collector (`pause_collector`); the
+    exporter resumes it once its first evaluation is published, or COLLECTOR_PAUSE_LIMIT
+    seconds after `start()` at the latest.
+    """
+
+    def __init__(self, options: ServeOptions, *, collector_paused: bool = False) -> None:
         self.options = options
+        self._collector_paused = collector_paused
         # The whole configuration is read before the port is bound (at the end): a broken
         # web configuration, kubeconfig or snapshot is reported as itself, never as a
         # conflict with whatever else holds the port.
@@ -442,10 +454,13 @@ class Exporter:
     def _evaluate_loop(self) -> None:
         # Nothing is evaluated before every required resource is listed: a partial cluster
         # (Services before Nodes) would give false refusals and count false state flips.
+        collect_by = time.monotonic() + COLLECTOR_PAUSE_LIMIT
         while not self._synced():
             if self._stop.wait(0.01):
                 return
+            self._collect_after(collect_by)
         while not self._stop.is_set():
+            self._collect_after(collect_by)
             try:
                 self.evaluator.step()
             except Exception:
@@ -457,7 +472,11 @@ class Exporter:
                 #
                 # The initial snapshot lives as long as the process: keep later collections
                 # from rescanning it.
-                gc.freeze()
+                if self._collector_paused:
+                    self._collector_paused = False
+                    resume_collector()
+                else:
+                    gc.freeze()
                 if self._transport is not None:
                     # The LIST pages (143 MB of JSON at 5,000 nodes) are decoded and their
                     # buffers freed: give those pages back to the system (10-20 ms).
@@ -475,6 +494,13 @@ class Exporter:
                 self._ready.set()
                 self.evaluator.published_as_ready()
             self.store.wait_for_changes(0.5)
+
+    def _collect_after(self, deadline: float) -> None:
+        """Resume a paused collector once the deadline has passed without a first publication."""
+        if self._collector_paused and time.monotonic() > deadline:
+            self._collector_paused = False
+            gc.enable()
+            logger.info("collector resumed before the first evaluation was published")
 
 
 class _DownSince:
@@ -503,7 +529,9 @@ class _DownSince:
 
 def run(options: ServeOptions) -> int:
     configure_logging(options.log_level, options.log_format)
-    exporter = Exporter(options)
+    # Until the first evaluation is published: see pause_collector.
+    pause_collector()
+    exporter = Exporter(options, collector_paused=True)
 
     received: list[str] = []
 
