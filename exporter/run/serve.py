@@ -493,6 +493,11 @@ class Exporter:
                     )
                 self._ready.set()
                 self.evaluator.published_as_ready()
+                try:
+                    self.pages.preload()
+                except Exception:
+                    # The pages then answer 500 and log why; the metrics go on.
+                    logger.exception("compiling the status page templates failed")
             self.store.wait_for_changes(0.5)
 
     def _collect_after(self, deadline: float) -> None:

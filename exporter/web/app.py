@@ -98,6 +98,10 @@ class StatusPages:
         self.links = Links.from_external_url(external_url)
         self._cache = _PerState()
         self._assets = {name: _asset(name) for name in _ASSETS}
+
+    def preload(self) -> None:
+        """Compile every template now, so that no visitor waits for it (45 ms of CPU: the
+        exporter calls it once ready, not before, so that /readyz does not wait either)."""
         preload()
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
