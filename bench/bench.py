@@ -288,11 +288,10 @@ def measure_live(session: ScaleSession, run: Run) -> None:
     config = session.api.kubeconfig(session.directory)
     api_cpu = cpu_seconds(api.pid)
     session.progress("serve: sync and scrapes")
-    started = time.perf_counter()
-    with serving_exporter("--kubeconfig", str(config)) as exporter:
-        process, url = exporter.process, exporter.url
-        run.values["sync_wall"] = time.perf_counter() - started
-        run.values["sync_cpu"] = cpu_seconds(process.pid)
+    with serving_exporter("--kubeconfig", str(config)) as started:
+        process, url = started.exporter.process, started.exporter.url
+        run.values["sync_wall"] = started.wall
+        run.values["sync_cpu"] = started.cpu
         run.cpu["sync_cpu"] = (run.values["sync_cpu"], cpu_seconds(api.pid) - api_cpu)
         run.cpu["sync_wall"] = run.cpu["sync_cpu"]
         run.values["rss_ready"], run.values["live_peak"] = memory_mib(process.pid)
@@ -341,10 +340,8 @@ def peak_rss_of_evaluate(snapshot: Path) -> tuple[float, float]:
 
 def peak_rss_of_serve_snapshot(snapshot: Path) -> tuple[float, float, float]:
     """(peak RSS MiB, CPU s, wall s) of `serve --snapshot` when ready."""
-    started = time.perf_counter()
-    with serving_exporter("--snapshot", str(snapshot)) as exporter:
-        wall = time.perf_counter() - started
-        return memory_mib(exporter.process.pid)[1], cpu_seconds(exporter.process.pid), wall
+    with serving_exporter("--snapshot", str(snapshot)) as started:
+        return memory_mib(started.exporter.process.pid)[1], started.cpu, started.wall
 
 
 _ORJSON_FILE = """
