@@ -92,9 +92,9 @@ FIGURES = (
            "CPU time (process_time) of the evaluator-alone resizes above, median",
            stops_short=True),
     Figure("first_scrape", "first scrape after start", "ms",
-           "GET /metrics right after /readyz first answers 200 (nothing rendered for a "
-           "scrape yet) -> end of the response", "generate_latest", ratio_kind="faster",
-           ratio_limit=5),
+           "GET /metrics right after the start is timed (its ready line, then one 200 from "
+           "/readyz; nothing rendered for a scrape yet) -> end of the response",
+           "generate_latest", ratio_kind="faster", ratio_limit=5),
     Figure("generate_latest", "  ref: generate_latest", "ms",
            "prometheus_client.generate_latest over a registry holding the same samples "
            "(parsed from the scraped text), in-process, median of 3 (no HTTP: stops short "
@@ -119,19 +119,20 @@ FIGURES = (
            "(Content-Encoding: gzip, not decoded by the client), median of 10"),
     Figure("sync_cpu", "initial sync CPU", "s",
            "CPU seconds (user + system, /proc) of the exporter process from its start to "
-           "the first 200 from /readyz (every Service evaluated)", "sync_reference",
+           "its `ready` log line, written just before /readyz first answers 200 (every "
+           "Service evaluated; read from its log, not by polling /readyz)", "sync_reference",
            ratio_limit=2, stops_short=True),
     Figure("sync_reference", "  ref: fetch + orjson.loads", "s",
            "CPU seconds of a process (GC tuned as exporter/runtime.py tunes it) fetching the "
            "same LIST pages (page size 500) and orjson.loads-ing each", stops_short=True),
     Figure("sync_wall", "initial sync wall", "s",
-           "wall time from starting the exporter process to the first 200 from /readyz",
+           "wall time from starting the exporter process to the bench reading that line",
            "sync_reference_wall", stops_short=True),
     Figure("sync_reference_wall", "  ref: fetch + orjson.loads wall", "s",
            "wall time of the reference above", stops_short=True),
     Figure("snapshot_ready_cpu", "serve --snapshot, start -> /readyz CPU", "s",
-           "CPU seconds (/proc) of `serve --snapshot FILE` from its start to the first 200 "
-           "from /readyz (the file decoded, every Service evaluated, the status rows built)",
+           "CPU seconds (/proc) of `serve --snapshot FILE` from its start to its `ready` log "
+           "line (the file decoded, every Service evaluated), as for the live sync",
            "orjson_file_cpu", ratio_limit=1.5, stops_short=True),
     Figure("orjson_file_cpu", "  ref: orjson.loads of the file, CPU", "s",
            "CPU seconds (wait4) of a Python process, GC tuned as exporter/runtime.py tunes "
@@ -142,20 +143,20 @@ FIGURES = (
     Figure("orjson_file_wall", "  ref: orjson.loads of the file", "s",
            "wall time of the same reference process, start to exit", stops_short=True),
     Figure("rss_ready", "RSS at /readyz", "MiB",
-           "resident memory of the exporter (VmRSS) when /readyz first answers 200",
+           "resident memory of the exporter (VmRSS) once /readyz has answered 200",
            absolute_limit=150),
     Figure("rss_after", "RSS after scrapes and changes", "MiB",
            "VmRSS after the first, 9 steady and 10 gzip scrapes and the EndpointSlice changes "
            "(scraped back to back throughout), before the node resizes", "rss_ready",
            ratio_limit=1.3),
     Figure("live_peak", "  ref: live peak RSS at /readyz", "MiB",
-           "peak resident memory (VmHWM) of the live exporter when /readyz first answers 200"),
+           "peak resident memory (VmHWM) of the live exporter once /readyz has answered 200"),
     Figure("evaluate_peak", "evaluate --snapshot peak RSS", "MiB",
            "peak RSS (wait4 ru_maxrss, the command started by a small process) of "
            "`evaluate --snapshot FILE`, the same cluster as a `kubectl get -o json` List",
            "live_peak", ratio_limit=1.5),
     Figure("serve_snapshot_peak", "serve --snapshot peak RSS", "MiB",
-           "peak RSS (VmHWM) of `serve --snapshot FILE` when /readyz first answers 200",
+           "peak RSS (VmHWM) of `serve --snapshot FILE` once /readyz has answered 200",
            "live_peak", ratio_limit=1.5),
 )  # fmt: skip
 FIGURE = {figure.key: figure for figure in FIGURES}
