@@ -31,12 +31,14 @@ def paused_exporter(options: ServeOptions) -> Iterator[Exporter]:
     """As `run` starts one: the collector paused, then the exporter told so."""
     was_enabled = gc.isenabled()
     gc.disable()
-    exporter = Exporter(options, collector_paused=True)
-    exporter.start()
     try:
-        yield exporter
+        exporter = Exporter(options, collector_paused=True)
+        exporter.start()
+        try:
+            yield exporter
+        finally:
+            exporter.stop()
     finally:
-        exporter.stop()
         # Whatever the outcome, this worker's collector is as it was.
         if was_enabled:
             gc.enable()
