@@ -30,11 +30,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
 from exporter.pipeline.evaluator import Evaluator
+from exporter.run.serve import READY_EVENT
 from exporter.runtime import tune_garbage_collector
 from exporter.sources.decode import decode_endpoint_slice, decode_node, decode_service
 from exporter.state.store import ClusterStore
 from tests.kubeapi import FakeKubeAPI
 from tests.processes import ServedExporter, free_port, serving, wait_ready
+from tests.scrape import wait_until
 
 # What `serve` lists at startup, with its page size (exporter/sources/listing.py).
 LIST_PATHS = (
@@ -103,28 +105,29 @@ def serving_exporter(*arguments: str) -> Iterator[StartedExporter]:
         yield StartedExporter(exporter, cpu, wall)
 
 
-# The exporter's JSON line when its first evaluation is published (exporter/run/serve.py).
-_READY_LINE = b'"event": "ready"'
-
-
 def _until_ready_line(exporter: ServedExporter, started: float) -> tuple[float, float]:
-    """(CPU s of the process, wall s since `started`) when its log first holds the ready line."""
-    deadline = time.monotonic() + 900
-    offset = 0
-    with exporter.log.open("rb") as log:
-        while True:
-            log.seek(offset)
-            written = log.read()
-            # Only whole lines: a line being written is read again next time.
-            whole = written[: written.rfind(b"\n") + 1]
-            if any(_READY_LINE in line for line in whole.splitlines()):
-                return cpu_seconds(exporter.process.pid), time.perf_counter() - started
-            offset += len(whole)
-            if exporter.process.poll() is not None:
-                raise RuntimeError(f"serve exited before it was ready:\n{_tail(exporter)}")
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"serve was not ready within 900 s:\n{_tail(exporter)}")
-            time.sleep(0.001)
+    """(CPU s of the process, wall s since `started`) when its log first holds the line
+    `serve` writes once ready (a line being written does not parse yet: read again later)."""
+    timed: list[tuple[float, float]] = []
+
+    def logged_ready() -> bool:
+        if any(_is_ready_line(line) for line in exporter.output().splitlines()):
+            timed.append((cpu_seconds(exporter.process.pid), time.perf_counter() - started))
+            return True
+        if exporter.process.poll() is not None:
+            raise RuntimeError(f"serve exited before it was ready:\n{_tail(exporter)}")
+        return False
+
+    wait_until(logged_ready, timeout=900, interval=0.001)
+    return timed[0]
+
+
+def _is_ready_line(line: str) -> bool:
+    try:
+        fields = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(fields, dict) and fields.get("event") == READY_EVENT
 
 
 def _tail(exporter: ServedExporter) -> str:

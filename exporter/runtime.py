@@ -27,10 +27,11 @@ def pause_collector() -> None:
     gc.disable()
 
 
-def resume_collector() -> None:
-    """Collect again, without ever rescanning what the start built (it lives as long as the
-    process): whatever is alive now is moved out of the collector's generations first."""
-    gc.freeze()
+def resume_collector(*, freeze: bool = True) -> None:
+    """Collect again; with `freeze`, without ever rescanning what the start built (it lives
+    as long as the process): whatever is alive now is moved out of the generations first."""
+    if freeze:
+        gc.freeze()
     gc.enable()
 
 
